@@ -1,0 +1,238 @@
+"""Sequence classes and their sampling (paper Sec. 3.2; MATH.md §3).
+
+A *sequence class* s_n = (P(l|n), psi(n), n): the contextual tokens x_1..x_{T-1} are drawn
+i.i.d. from P(.|n), the query token is x_T = psi(n) and the next token (the label) is
+x_{T+1} = n. With no positional encoding (Assumption 1a) the model sees a sequence only
+through its token-count vector, so a batch can be drawn as tokens (B, T) or as counts
+(B, M); both come from the same random draws here, so they are the same batch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from ._validate import positive_int
+
+_SUM_TOL = 1e-9
+
+
+@dataclass(frozen=True, eq=False)
+class SequenceClasses:
+    """K sequence classes over a vocabulary of M tokens.
+
+    probs[n, l] = P(l | n) (each row a distribution over the M tokens), query[n] = psi(n),
+    next_token[n] = the token id of the label n. Row n is "class n"; its label is the
+    token next_token[n].
+    """
+
+    probs: np.ndarray
+    query: np.ndarray
+    next_token: np.ndarray
+
+    def __post_init__(self):
+        probs = np.asarray(self.probs, dtype=np.float64)
+        if probs.ndim != 2 or probs.shape[0] < 1 or probs.shape[1] < 2:
+            raise ValueError(f"probs must be a (K, M) table with K >= 1, M >= 2; got shape {probs.shape}")
+        K, M = probs.shape
+        if not np.all(np.isfinite(probs)):
+            n, l = np.argwhere(~np.isfinite(probs))[0]
+            raise ValueError(f"P(l={l} | class {n}) is not finite: {probs[n, l]!r}")
+        if np.any(probs < 0):
+            n, l = np.argwhere(probs < 0)[0]
+            raise ValueError(f"P(l={l} | class {n}) is negative: {probs[n, l]!r}")
+        sums = probs.sum(axis=1)
+        bad = np.flatnonzero(np.abs(sums - 1.0) > _SUM_TOL)
+        if bad.size:
+            n = bad[0]
+            raise ValueError(f"P(. | class {n}) sums to {sums[n]!r}, not 1")
+        query = _token_ids("query token", self.query, K, M)
+        nxt = _token_ids("next token", self.next_token, K, M)
+        seen: dict[int, int] = {}
+        for n, (m, tok) in enumerate(zip(query, nxt)):
+            if tok in seen:
+                first = seen[tok]
+                if query[first] != m:
+                    raise ValueError(
+                        f"next token {tok} has two query tokens, {query[first]} (class {first}) "
+                        f"and {m} (class {n}): psi must be a function of the next token"
+                    )
+                raise ValueError(f"next token {tok} is listed twice (classes {first} and {n})")
+            seen[tok] = n
+        object.__setattr__(self, "probs", probs)
+        object.__setattr__(self, "query", query)
+        object.__setattr__(self, "next_token", nxt)
+        for a in (probs, query, nxt):
+            a.setflags(write=False)
+
+    @property
+    def K(self) -> int:
+        """Number of classes (next tokens)."""
+        return self.probs.shape[0]
+
+    @property
+    def M(self) -> int:
+        """Vocabulary size."""
+        return self.probs.shape[1]
+
+    @cached_property
+    def omega(self) -> np.ndarray:
+        """|Omega(l)| = number of classes n with P(l|n) > 0 (Sec. 3.2)."""
+        return (self.probs > 0).sum(axis=0)
+
+    @cached_property
+    def common_tokens(self) -> np.ndarray:
+        """G_CT: tokens that occur in more than one class."""
+        return np.flatnonzero(self.omega > 1)
+
+    @cached_property
+    def distinct_mask(self) -> np.ndarray:
+        """(K, M) boolean: distinct_mask[n, l] iff l is in G_DT(n) (|Omega(l)| = 1)."""
+        return (self.probs > 0) & (self.omega == 1)[None, :]
+
+    def distinct_tokens(self, n: int) -> np.ndarray:
+        """G_DT(n): the tokens that occur in class n and in no other class."""
+        self._check_class(n)
+        return np.flatnonzero(self.distinct_mask[n])
+
+    def support(self, n: int) -> np.ndarray:
+        """supp(n) = {l : P(l|n) > 0}."""
+        self._check_class(n)
+        return np.flatnonzero(self.probs[n] > 0)
+
+    def psi_inverse(self, m: int) -> np.ndarray:
+        """psi^{-1}(m): the classes whose query token is m."""
+        if not 0 <= int(m) < self.M:
+            raise ValueError(f"query token {m!r} out of range [0, {self.M})")
+        return np.flatnonzero(self.query == m)
+
+    def _check_class(self, n):
+        if not 0 <= int(n) < self.K:
+            raise ValueError(f"class {n!r} out of range [0, {self.K})")
+
+    def torch_probs(self, device=None, dtype=torch.float64) -> torch.Tensor:
+        return torch.tensor(self.probs, dtype=dtype, device=device)
+
+    def __repr__(self):
+        return (f"SequenceClasses(K={self.K}, M={self.M}, common={len(self.common_tokens)}, "
+                f"distinct per class={self.distinct_mask.sum(axis=1).tolist()})")
+
+
+def _token_ids(what: str, ids, K: int, M: int) -> np.ndarray:
+    a = np.asarray(ids)
+    if a.shape != (K,):
+        raise ValueError(f"{what}s must have one entry per class (K={K}); got shape {a.shape}")
+    if not np.issubdtype(a.dtype, np.integer):
+        if not np.all(np.equal(np.mod(a, 1), 0)):
+            raise ValueError(f"{what} ids must be integers; got {a.tolist()}")
+        a = a.astype(np.int64)
+    for n, t in enumerate(a):
+        if not 0 <= t < M:
+            raise ValueError(f"{what} {int(t)} (class {n}) out of range [0, {M})")
+    return a.astype(np.int64)
+
+
+# ---------------------------------------------------------------------------------------
+# Presets (the authors' Dataset2 generator, MATH.md §7.1-7.2)
+# ---------------------------------------------------------------------------------------
+
+def make_classes(num_last: int, num_next_per_last: int = 1, *, num_common: int = 10,
+                 num_distinct: int = 10, common_weight: float = 1.0,
+                 distinct_min: float = 0.1, distinct_max: float = 1.0) -> SequenceClasses:
+    """The authors' generator: token layout ``common | distinct blocks | queries | nexts``.
+
+    Every class gets the ``num_common`` common tokens with weight ``common_weight`` and its
+    own block of ``num_distinct`` tokens with weights ``linspace(distinct_min,
+    distinct_max)``, normalised. Query m has ``num_next_per_last`` next tokens.
+    """
+    num_last = positive_int("num_last", num_last)
+    num_next_per_last = positive_int("num_next_per_last", num_next_per_last)
+    num_common = positive_int("num_common", num_common, minimum=0)
+    num_distinct = positive_int("num_distinct", num_distinct, minimum=0)
+    if num_common + num_distinct == 0:
+        raise ValueError("a class needs at least one contextual token (num_common + num_distinct = 0)")
+    if not common_weight > 0 or not 0 < distinct_min <= distinct_max:
+        raise ValueError(
+            f"weights must be positive with distinct_min <= distinct_max; got common_weight="
+            f"{common_weight!r}, distinct_min={distinct_min!r}, distinct_max={distinct_max!r}")
+    K = num_last * num_next_per_last
+    distinct0 = num_common
+    query0 = distinct0 + num_distinct * K
+    next0 = query0 + num_last
+    M = next0 + K
+    probs = np.zeros((K, M))
+    weights = np.linspace(distinct_min, distinct_max, num_distinct)
+    for n in range(K):
+        probs[n, :num_common] = common_weight
+        probs[n, distinct0 + n * num_distinct: distinct0 + (n + 1) * num_distinct] = weights
+    probs /= probs.sum(axis=1, keepdims=True)
+    query = query0 + np.arange(K) // num_next_per_last
+    return SequenceClasses(probs, query, next0 + np.arange(K))
+
+
+def syn_small() -> SequenceClasses:
+    """Syn-Small (Fig. 4-5): 2 query tokens with one next token each; M = 34."""
+    return make_classes(num_last=2, num_next_per_last=1)
+
+
+def syn_medium(num_last: int, num_next_per_last: int = 2) -> SequenceClasses:
+    """Syn-Medium (Fig. 6, 11-12): ``num_last`` queries, ``num_next_per_last`` nexts each."""
+    return make_classes(num_last=num_last, num_next_per_last=num_next_per_last)
+
+
+# ---------------------------------------------------------------------------------------
+# Sampling
+# ---------------------------------------------------------------------------------------
+
+class TokenBatch(NamedTuple):
+    tokens: torch.Tensor   # (B, T) long: x_1..x_{T-1} contextual, x_T = query
+    labels: torch.Tensor   # (B,) long: next-token ids x_{T+1}
+    classes: torch.Tensor  # (B,) long: class index n of each sequence
+
+
+class CountBatch(NamedTuple):
+    counts: torch.Tensor   # (B, M) float: how often each token occurs among x_1..x_{T-1}
+    query: torch.Tensor    # (B,) long: x_T
+    labels: torch.Tensor   # (B,) long
+    classes: torch.Tensor  # (B,) long
+
+
+def sample_tokens(classes: SequenceClasses, batch: int, T: int, generator: torch.Generator,
+                  probs: torch.Tensor | None = None) -> TokenBatch:
+    """Draw ``batch`` sequences of length T (T-1 contextual tokens and the query).
+
+    The class of each sequence is uniform over the K classes (as in the authors' code);
+    its contextual tokens are i.i.d. from P(.|n). ``probs`` may pass a cached tensor of
+    ``classes.probs`` on the generator's device.
+    """
+    batch = positive_int("batch size", batch)
+    T = positive_int("T (sequence length)", T, minimum=2)
+    device = generator.device
+    if probs is None:
+        probs = classes.torch_probs(device)
+    cls = torch.randint(classes.K, (batch,), generator=generator, device=device)
+    ctx = torch.multinomial(probs[cls], T - 1, replacement=True, generator=generator)
+    query = torch.tensor(classes.query, device=device)[cls]
+    labels = torch.tensor(classes.next_token, device=device)[cls]
+    return TokenBatch(torch.cat([ctx, query[:, None]], dim=1), labels, cls)
+
+
+def counts_from_tokens(tokens: torch.Tensor, M: int, dtype=torch.float32) -> torch.Tensor:
+    """Token-count vectors (..., M) of the contextual part tokens[..., :-1]."""
+    ctx = tokens[..., :-1]
+    if ctx.numel() and (int(ctx.min()) < 0 or int(ctx.max()) >= M):
+        bad = ctx[(ctx < 0) | (ctx >= M)][0].item()
+        raise ValueError(f"token id {bad} out of range [0, {M})")
+    counts = torch.zeros(*ctx.shape[:-1], M, dtype=dtype, device=tokens.device)
+    return counts.scatter_add_(-1, ctx, torch.ones_like(ctx, dtype=dtype))
+
+
+def sample_counts(classes: SequenceClasses, batch: int, T: int, generator: torch.Generator,
+                  probs: torch.Tensor | None = None, dtype=torch.float32) -> CountBatch:
+    """The same draws as :func:`sample_tokens`, reduced to counts (B, M)."""
+    tb = sample_tokens(classes, batch, T, generator, probs)
+    return CountBatch(counts_from_tokens(tb.tokens, classes.M, dtype), tb.tokens[:, -1],
+                      tb.labels, tb.classes)

@@ -1,0 +1,278 @@
+"""The models (paper Sec. 3.1 and Sec. 8; MATH.md §2).
+
+``YZModel`` is the reparameterised one-layer transformer of Eq. 1-2 with Y = U W_V^T U^T
+(decoder) and Z = U W_Q W_K^T U^T / sqrt(d) (attention logits), batched over R
+independent runs: Y and Z have shape (R, M, M) and run r only ever touches Y[r], Z[r].
+
+``EmbeddingTransformer`` is the standard parameterisation (embedding U, W_Q, W_K, W_V,
+optional positional encoding, layers, heads) used on real text (Fig. 7, 10).
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from ._validate import positive_int
+
+INITS = ("zero", "default")
+
+
+class YZOutput(NamedTuple):
+    """What the Y/Z model computes for a batch (all with leading run axis R)."""
+    c: torch.Tensor        # (R, B, M)  X^T b_T: attention mass per token (Eq. 20)
+    f: torch.Tensor        # (R, B, M)  LN(X^T b_T) (+ residual), the decoder input
+    logits: torch.Tensor   # (R, B, M)  Y^T f
+    b: torch.Tensor | None  # (R, B, T-1) attention over positions (token path only)
+
+
+def init_yz(M: int, runs: int, init: str, seeds, dtype=torch.float32, device="cpu"):
+    """Initial (Y, Z), shape (R, M, M) each.
+
+    ``zero``: Y = Z = 0 (Syn-Small). ``default``: what ``nn.Linear(M, M, bias=False)``
+    gives, U(-1/sqrt(M), 1/sqrt(M)), drawn as the authors' Model2 does: first K1 then
+    K2 from the run's seed, with Y = K1.weight^T and Z = K2.weight.
+    """
+    if init not in INITS:
+        raise ValueError(f"unknown init {init!r}: use one of {INITS}")
+    if init == "zero":
+        z = torch.zeros(runs, M, M, dtype=dtype, device=device)
+        return z.clone(), z
+    if len(seeds) != runs:
+        raise ValueError(f"need one seed per run: {runs} runs, {len(seeds)} seeds")
+    bound = 1.0 / math.sqrt(M)
+    Y, Z = [], []
+    for s in seeds:
+        g = torch.Generator().manual_seed(int(s))
+        k1 = torch.empty(M, M, dtype=dtype).uniform_(-bound, bound, generator=g)
+        k2 = torch.empty(M, M, dtype=dtype).uniform_(-bound, bound, generator=g)
+        Y.append(k1.T)
+        Z.append(k2)
+    return torch.stack(Y).to(device), torch.stack(Z).to(device)
+
+
+class YZModel(nn.Module):
+    """Eq. 1-2 in the (Y, Z) variables, for R runs at once.
+
+    The query token x_T is masked out of its own attention: only x_1..x_{T-1} are keys.
+    ``normalize`` applies LN(x) = x/||x||_2 to the attention output (Sec. 3.1);
+    ``residual`` adds the query's one-hot before the normalisation (Sec. 7, as in the
+    authors' code: LN(X^T b + x_T)).
+    """
+
+    def __init__(self, M: int, runs: int = 1, *, init: str = "zero", seeds=None,
+                 normalize: bool = True, residual: bool = False, dtype=torch.float32,
+                 device="cpu"):
+        super().__init__()
+        self.M = positive_int("M (vocabulary size)", M, minimum=2)
+        self.runs = positive_int("runs", runs)
+        seeds = list(range(runs)) if seeds is None else list(seeds)
+        Y, Z = init_yz(M, runs, init, seeds, dtype, device)
+        self.Y = nn.Parameter(Y)
+        self.Z = nn.Parameter(Z)
+        self.normalize = bool(normalize)
+        self.residual = bool(residual)
+
+    # -- shared tail: from attention output c to logits --------------------------------
+    def _head(self, c, query):
+        v = c + F.one_hot(query, self.M).to(c.dtype) if self.residual else c
+        f = v / v.norm(dim=-1, keepdim=True) if self.normalize else v
+        return f, torch.bmm(f, self.Y)  # logits = Y^T f, row-wise
+
+    def _runs_axis(self, x, name):
+        if x.dim() == 1 + (name != "query"):  # shared by all runs
+            x = x.expand(self.runs, *x.shape)
+        elif x.shape[0] != self.runs:
+            raise ValueError(f"{name} has {x.shape[0]} runs, model has {self.runs}")
+        return x
+
+    def forward_counts(self, counts: torch.Tensor, query: torch.Tensor) -> YZOutput:
+        """Counts path: counts (B, M) or (R, B, M), query (B,) or (R, B)."""
+        counts = self._runs_axis(counts, "counts")
+        query = self._runs_axis(query, "query")
+        R, B, M = counts.shape
+        if M != self.M:
+            raise ValueError(f"counts have {M} tokens, model has M={self.M}")
+        zq = self.Z.gather(1, query[..., None].expand(R, B, M))  # z_{x_T, l}
+        # Eq. 20: X^T b = X^T p_X / 1^T X^T p_X = softmax over tokens of z + log count
+        c = torch.softmax(zq + counts.to(zq.dtype).log(), dim=-1)
+        f, logits = self._head(c, query)
+        return YZOutput(c, f, logits, None)
+
+    def forward_tokens(self, tokens: torch.Tensor) -> YZOutput:
+        """Sequence path: tokens (B, T) or (R, B, T), the last column the query."""
+        tokens = self._runs_axis(tokens, "tokens")
+        if int(tokens.min()) < 0 or int(tokens.max()) >= self.M:
+            bad = tokens[(tokens < 0) | (tokens >= self.M)][0].item()
+            raise ValueError(f"token id {bad} out of range [0, {self.M})")
+        R, B, T = tokens.shape
+        if T < 2:
+            raise ValueError(f"T (sequence length) must be >= 2, got {T}")
+        ctx, query = tokens[..., :-1], tokens[..., -1]
+        zq = self.Z.gather(1, query[..., None].expand(R, B, self.M))
+        b = torch.softmax(zq.gather(-1, ctx), dim=-1)  # Eq. 1, b_{tT}, t < T
+        c = torch.zeros_like(zq).scatter_add(-1, ctx, b)  # X^T b_T
+        f, logits = self._head(c, query)
+        return YZOutput(c, f, logits, b)
+
+    @torch.no_grad()
+    def lemma1_grads(self, logcounts: torch.Tensor, query: torch.Tensor, labels: torch.Tensor,
+                     buf: dict | None = None) -> torch.Tensor:
+        """Closed-form gradients of Lemma 1 (Eq. 3, App. C Eq. 17-19), batched; no autograd.
+
+        Inputs are per run: logcounts (R, B, M) = log of the token counts (-inf where a
+        token is absent), query (R, B), labels (R, B). Sets ``Y.grad`` and ``Z.grad`` to the
+        gradients of the summed per-run batch-mean cross-entropy (that is, -dJ/dtheta
+        averaged over the batch) and returns the per-run losses (R,). ``buf`` holds the
+        (R, B, M) work arrays between calls: on a CPU, fresh arrays of that size cost more
+        (page faults) than the arithmetic. ``tests/test_model.py`` checks this against
+        autograd.
+        """
+        R, B, M = logcounts.shape
+        if buf is None:
+            buf = {}
+        key = (R, B, M, self.Y.dtype, self.Y.device)
+        if buf.get("key") != key:
+            e = lambda *shape: torch.empty(*shape, dtype=self.Y.dtype, device=self.Y.device)
+            buf.update(key=key, c=e(R, B, M), f=e(R, B, M), a=e(R, B, M), g=e(R, B, M),
+                       t=e(R, B, M), gy=e(R, M, M), gz=e(R, M, M))
+        c, f, a, g, t = buf["c"], buf["f"], buf["a"], buf["g"], buf["t"]
+
+        def rowdot(x, y):  # (R, B, M) x (R, B, M) -> (R, B, 1), through the scratch array t
+            return torch.mul(x, y, out=t).sum(-1, keepdim=True)
+
+        # forward. c = X^T b_T = softmax_l(z_{x_T, l} + log count_l)   (Eq. 20)
+        torch.gather(self.Z, 1, query[..., None].expand(R, B, M), out=c).add_(logcounts)
+        c.sub_(c.amax(-1, keepdim=True)).exp_()
+        c.div_(c.sum(-1, keepdim=True))
+        f.copy_(c)
+        if self.residual:
+            f.scatter_add_(-1, query[..., None], torch.ones_like(query[..., None], dtype=f.dtype))
+        if self.normalize:
+            nv = f.norm(dim=-1, keepdim=True)
+            f.div_(nv)                                    # f = LN(v)
+        torch.bmm(f, self.Y, out=a)                       # logits = Y^T f
+        a.sub_(a.amax(-1, keepdim=True))
+        a.sub_(torch.exp(a, out=t).sum(-1, keepdim=True).log_())   # log alpha
+        loss = -a.gather(-1, labels[..., None]).squeeze(-1).mean(-1)
+        # backward. delta = x_{T+1} - alpha; dJ/dY = f delta^T  (Eq. 3, first part)
+        a.exp_().neg_().scatter_add_(-1, labels[..., None],
+                                     torch.ones_like(labels[..., None], dtype=a.dtype))
+        a.mul_(-1.0 / B)                                  # d loss / d logits
+        self.Y.grad = torch.bmm(f.transpose(1, 2), a, out=buf["gy"])
+        torch.bmm(a, self.Y.transpose(1, 2), out=g)       # d loss / d f = Y (...)
+        if self.normalize:                                # P_perp_v / ||v||  (Eq. 17)
+            g.addcmul_(f, rowdot(f, g), value=-1).div_(nv)
+        # softmax Jacobian diag(b) - b b^T; restricted to X it is X^T diag(b) X (Eq. 19)
+        g.sub_(rowdot(c, g)).mul_(c)
+        gz = buf["gz"].zero_()                            # only rows x_T move (Eq. 4)
+        rows = (query + torch.arange(R, device=query.device)[:, None] * M).reshape(-1)
+        gz.view(R * M, M).index_add_(0, rows, g.view(R * B, M))
+        self.Z.grad = gz
+        return loss
+
+    @staticmethod
+    def loss(out: YZOutput, labels: torch.Tensor) -> torch.Tensor:
+        """Per-run batch-mean cross-entropy, shape (R,): -J of Eq. 2 on the batch."""
+        logp = torch.log_softmax(out.logits, dim=-1)
+        R = logp.shape[0]
+        if labels.dim() == 1:
+            labels = labels.expand(R, *labels.shape)
+        return -logp.gather(-1, labels[..., None]).squeeze(-1).mean(dim=-1)
+
+
+# ---------------------------------------------------------------------------------------
+# The standard parameterisation for real text (Sec. 8, Fig. 7 and 10)
+# ---------------------------------------------------------------------------------------
+
+class SelfAttention(nn.Module):
+    """Causal multi-head self-attention that also returns its attention maps."""
+
+    def __init__(self, d: int, heads: int):
+        super().__init__()
+        if d % heads:
+            raise ValueError(f"model width d={d} is not divisible by heads={heads}")
+        self.heads, self.dh = heads, d // heads
+        self.W_Q = nn.Linear(d, d, bias=False)
+        self.W_K = nn.Linear(d, d, bias=False)
+        self.W_V = nn.Linear(d, d, bias=False)
+        self.W_O = nn.Linear(d, d, bias=False)
+
+    def forward(self, x, mask):
+        B, T, d = x.shape
+        def split(t):
+            return t.view(B, T, self.heads, self.dh).transpose(1, 2)
+        q, k, v = split(self.W_Q(x)), split(self.W_K(x)), split(self.W_V(x))
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(self.dh)
+        attn = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+        y = (attn @ v).transpose(1, 2).reshape(B, T, d)
+        return self.W_O(y), attn
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads, d_hidden, dropout):
+        super().__init__()
+        self.attn = SelfAttention(d, heads)
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.ff = nn.Sequential(nn.Linear(d, d_hidden), nn.ReLU(), nn.Linear(d_hidden, d))
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, mask):
+        a, attn = self.attn(x, mask)
+        x = self.ln1(x + self.drop(a))  # post-norm, as nn.TransformerEncoderLayer
+        x = self.ln2(x + self.drop(self.ff(x)))
+        return x, attn
+
+
+def sinusoidal_encoding(T: int, d: int) -> torch.Tensor:
+    """The fixed positional encoding of Vaswani et al. (and the PyTorch LM tutorial)."""
+    pos = torch.arange(T, dtype=torch.float32)[:, None]
+    div = torch.exp(torch.arange(0, d, 2, dtype=torch.float32) * (-math.log(10000.0) / d))
+    pe = torch.zeros(T, d)
+    pe[:, 0::2] = torch.sin(pos * div)
+    pe[:, 1::2] = torch.cos(pos * div[: d // 2])
+    return pe
+
+
+class EmbeddingTransformer(nn.Module):
+    """A causal language model: embedding U, ``layers`` blocks of ``heads`` heads, decoder.
+
+    ``positional`` is ``"sinusoidal"`` or ``None``. ``forward`` returns the logits and the
+    attention maps of every layer (list of (B, heads, T, T)).
+    """
+
+    def __init__(self, vocab: int, d: int = 200, heads: int = 1, layers: int = 1,
+                 d_hidden: int = 200, dropout: float = 0.2, positional: str | None = "sinusoidal",
+                 max_len: int = 512):
+        super().__init__()
+        positive_int("vocab", vocab, 2)
+        positive_int("heads", heads)
+        positive_int("layers", layers)
+        if positional not in ("sinusoidal", None):
+            raise ValueError(f"unknown positional encoding {positional!r}: use 'sinusoidal' or None")
+        if not 0 <= dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        self.d = d
+        self.U = nn.Embedding(vocab, d)
+        self.register_buffer("pe", sinusoidal_encoding(max_len, d) if positional else None)
+        self.blocks = nn.ModuleList(Block(d, heads, d_hidden, dropout) for _ in range(layers))
+        self.decoder = nn.Linear(d, vocab)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x):
+        B, T = x.shape
+        h = self.U(x) * math.sqrt(self.d)
+        if self.pe is not None:
+            if T > self.pe.shape[0]:
+                raise ValueError(f"sequence length {T} exceeds max_len {self.pe.shape[0]}")
+            h = h + self.pe[:T]
+        h = self.drop(h)
+        mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+        maps = []
+        for blk in self.blocks:
+            h, a = blk(h, mask)
+            maps.append(a)
+        return self.decoder(h), maps

@@ -1,0 +1,285 @@
+"""Closed forms and ODEs of the paper, for the chapters and tests to check against.
+
+Every function cites its equation in MATH.md (the reconstruction of the paper's math).
+Learning rates follow the paper: the objective J is maximised, so a rate eta moves a
+parameter by +eta dJ/dtheta.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.integrate import solve_ivp
+from scipy.optimize import brentq
+from scipy.special import wrightomega
+
+from ._validate import positive, positive_int
+from .data import SequenceClasses
+
+
+def _softmax(x, axis=-1):
+    x = x - np.max(x, axis=axis, keepdims=True)
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+# ---------------------------------------------------------------------------------------
+# Lemma 1 (Eq. 3): the gradient of J for one sequence, in the paper's matrix form
+# ---------------------------------------------------------------------------------------
+
+def lemma1_gradients(Y, Z, tokens, next_token, normalize=True):
+    """dJ/dY and dJ/dZ of Eq. 3 for a single sequence (batch size 1), in float64 numpy.
+
+    ``tokens`` is x_1..x_T (the last one the query); ``next_token`` is x_{T+1}.
+    dJ/dY = LN(X^T b)(x_{T+1} - alpha)^T,
+    dJ/dZ = x_T (x_{T+1} - alpha)^T Y^T P_perp(X^T b)/||X^T b|| X^T diag(b) X.
+    With ``normalize=False`` the LN is dropped and the Jacobian of X^T b is X^T L X with
+    L = diag(b) - b b^T (Eq. 18); with LN the b b^T part vanishes (P_perp v = 0).
+    """
+    Y, Z = np.asarray(Y, float), np.asarray(Z, float)
+    M = Y.shape[0]
+    tokens = np.asarray(tokens)
+    X = np.eye(M)[tokens[:-1]]            # (T-1, M) one-hot rows
+    xT, xT1 = np.eye(M)[tokens[-1]], np.eye(M)[next_token]
+    b = _softmax(X @ Z.T @ xT)            # b_T = softmax(X Z^T x_T)
+    v = X.T @ b
+    if normalize:
+        nv = np.linalg.norm(v)
+        f = v / nv
+        P = np.eye(M) - np.outer(v, v) / nv ** 2
+        J_v = (P / nv) @ X.T @ np.diag(b) @ X
+    else:
+        f = v
+        J_v = X.T @ (np.diag(b) - np.outer(b, b)) @ X
+    alpha = _softmax(Y.T @ f)
+    dY = np.outer(f, xT1 - alpha)
+    dZ = np.outer(xT, (xT1 - alpha) @ Y.T @ J_v)
+    return dY, dZ
+
+
+# ---------------------------------------------------------------------------------------
+# Lemma 2 (Eq. 5-6): the long-sequence limit, and Lemma 18's Hoeffding band (Eq. 136)
+# ---------------------------------------------------------------------------------------
+
+def attention_limit(probs_row, z_row):
+    """c_n of Eq. 5: c_l = P(l|n) exp(z_{ml}) / sum_l' P(l'|n) exp(z_{ml'}) (the limit of X^T b_T)."""
+    p = np.asarray(probs_row, float)
+    z = np.asarray(z_row, float)
+    with np.errstate(divide="ignore"):
+        return _softmax(np.log(p) + z)
+
+
+def f_limit(probs_row, z_row):
+    """f_n = c_n / ||c_n||_2 (Sec. 4.1; the l2-normalised limit)."""
+    c = attention_limit(probs_row, z_row)
+    return c / np.linalg.norm(c)
+
+
+def attention_limit_all(classes: SequenceClasses, Z):
+    """c_n for every class and run: Z (..., M, M) -> (..., K, M), using row psi(n) of Z."""
+    Z = np.asarray(Z, float)
+    with np.errstate(divide="ignore"):
+        logp = np.log(classes.probs)
+    return _softmax(logp + Z[..., classes.query, :])
+
+
+def hoeffding_radius(T: int, delta: float) -> float:
+    """Eq. 136: |q_l - P(l|n)| <= sqrt(ln(2/delta) / (2(T-1))) with prob. >= 1 - delta."""
+    T = positive_int("T (sequence length)", T, minimum=2)
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}")
+    return float(np.sqrt(np.log(2 / delta) / (2 * (T - 1))))
+
+
+# ---------------------------------------------------------------------------------------
+# Lemmas 5-6 (Eq. 33, 44-45): h* and h; Eq. 85 the speed control coefficient gamma
+# ---------------------------------------------------------------------------------------
+
+def h_star(steps: int, M: int, eta_y: float) -> np.ndarray:
+    """Eq. 33: h*(0) = 0, h*(s) = h*(s-1) + eta_Y / ((M-1) + exp(M h*(s-1))); s = 0..steps."""
+    steps = positive_int("steps", steps, minimum=0)
+    M = positive_int("M", M, minimum=2)
+    eta_y = positive("eta_y", eta_y)
+    h = np.zeros(steps + 1)
+    for s in range(1, steps + 1):
+        h[s] = h[s - 1] + eta_y / ((M - 1) + np.exp(M * h[s - 1]))
+    return h
+
+
+def h_closed(t, M: int, eta_y: float):
+    """Lemma 6, Eq. 45 solved for h: exp(Mh) + (M-1) M h = M eta_Y t + 1.
+
+    With u = Mh and A = M eta_Y t + 1: u = A/(M-1) - W(exp(A/(M-1))/(M-1)), where
+    W(e^x) is the Wright omega function omega(x), so no overflow for large t.
+    """
+    M = positive_int("M", M, minimum=2)
+    eta_y = positive("eta_y", eta_y)
+    t = np.asarray(t, float)
+    if np.any(t < 0):
+        raise ValueError(f"time t must be >= 0, got {t.min()!r}")
+    A = M * eta_y * t + 1.0
+    x = A / (M - 1)
+    u = x - np.real(wrightomega(x - np.log(M - 1)))
+    return np.maximum(u, 0.0) / M  # clip the -1e-20 round-off at t = 0
+
+
+def h_ode(t_eval, M: int, eta_y: float, rtol=1e-10, atol=1e-14):
+    """Lemma 6, Eq. 44 integrated numerically: dh/dt = eta_Y / ((M-1) + exp(Mh)), h(0)=0."""
+    M = positive_int("M", M, minimum=2)
+    eta_y = positive("eta_y", eta_y)
+    t_eval = np.asarray(t_eval, float)
+    sol = solve_ivp(lambda t, h: eta_y / ((M - 1) + np.exp(M * h)), (0, float(t_eval.max())),
+                    [0.0], t_eval=t_eval, rtol=rtol, atol=atol, method="LSODA")
+    return sol.y[0]
+
+
+def gamma(t, M: int, K: int, eta_y: float, discrete: bool = True):
+    """Eq. 85: gamma(t) = (M-1)^2 h(s) / ((M-1) + exp(M h(s))), s = ceil(t/K) (or t/K)."""
+    K = positive_int("K", K)
+    t = np.asarray(t, float)
+    s = np.ceil(t / K) if discrete else t / K
+    h = h_closed(s, M, eta_y)
+    return (M - 1) ** 2 * h / ((M - 1) + np.exp(M * h))
+
+
+def omega1(M: int) -> float:
+    """Lemma 8, Eq. 51: the upper zero (1+omega_1) ln M / M of exp(Mh) - (M-1)Mh."""
+    M = positive_int("M", M, minimum=3)
+    g = lambda w: w * np.log(M) - np.log((1 + w) * (M - 1) * np.log(M) / M)
+    return brentq(g, 1e-12, 10.0)
+
+
+def transition_time(M: int, K: int, eta_y: float) -> float:
+    """t_0 = 2 (1 + omega_1) K ln M / eta_Y: the start of stage 2 (Lemma 9, Theorem 4)."""
+    return 2 * (1 + omega1(M)) * K * np.log(M) / positive("eta_y", eta_y)
+
+
+# ---------------------------------------------------------------------------------------
+# Theorem 3 (Eq. 11-12): relative gain and its bounds
+# ---------------------------------------------------------------------------------------
+
+def relative_gain(probs_row, z_row, l: int, l2: int):
+    """r_{l/l'|n} = f_{nl}^2 / f_{nl'}^2 - 1 = c~_l^2 / c~_l'^2 - 1 (Theorem 3)."""
+    p = np.asarray(probs_row, float)
+    z = np.asarray(z_row, float)
+    return (p[l] * np.exp(z[..., l])) ** 2 / (p[l2] * np.exp(z[..., l2])) ** 2 - 1
+
+
+def growth_factor_bounds(B, f0_sq):
+    """Eq. 12: exp(2 f_{nl0}(0)^2 B_n) <= chi_{l0} <= exp(2 B_n)."""
+    B = np.asarray(B, float)
+    return np.exp(2 * f0_sq * B), np.exp(2 * B)
+
+
+# ---------------------------------------------------------------------------------------
+# Theorem 4 (Eq. 14, 118-133): B_n(t), with the missing -ln(C_0)/4 restored
+# ---------------------------------------------------------------------------------------
+
+def Gamma(t, M: int, K: int, eta_y: float, eta_z: float):
+    """Eq. 128: Gamma(t) = eta_Z int_0^t gamma = eta_Z K (M-1)^2 h(t/K)^2 / (2 eta_Y)."""
+    eta_z = positive("eta_z", eta_z)
+    h = h_closed(np.asarray(t, float) / positive_int("K", K), M, eta_y)
+    return eta_z * K * (M - 1) ** 2 * h ** 2 / (2 * eta_y)
+
+
+def B_n(t, M: int, K: int, eta_y: float, eta_z: float, C0: float, printed: bool = False):
+    """Theorem 4's B_n(t) = int_0^t dGamma / (C0 + 4 Gamma) (Eq. 124, 129).
+
+    Exact: (1/4) ln(1 + 4 Gamma/C0), so B_n(0) = 0. ``printed=True`` gives the paper's
+    printed form (1/4) ln(C0 + 4 Gamma), which differs by the constant (1/4) ln C0
+    (MATH.md Caveat 5.6).
+    """
+    C0 = positive("C0", C0)
+    G = Gamma(t, M, K, eta_y, eta_z)
+    return 0.25 * np.log(C0 + 4 * G) if printed else 0.25 * np.log1p(4 * G / C0)
+
+
+def B_n_ode(t_eval, M: int, K: int, eta_y: float, eta_z: float, C0: float, rtol=1e-10):
+    """Integrate Eq. 118-119 numerically: dz/dt = -eta_Z gamma e^{4z}/C0, dB/dt = eta_Z gamma e^{4z}/C0.
+
+    Returns (z(t), B(t)) with gamma from the exact h of Eq. 45 (continuous t/K).
+    """
+    C0 = positive("C0", C0)
+    eta_z = positive("eta_z", eta_z)
+    t_eval = np.asarray(t_eval, float)
+
+    def rhs(t, y):
+        g = gamma(t, M, K, eta_y, discrete=False)
+        xi = g * np.exp(4 * y[0]) / C0
+        return [-eta_z * xi, eta_z * xi]
+
+    sol = solve_ivp(rhs, (0, float(t_eval.max())), [0.0, 0.0], t_eval=t_eval, rtol=rtol,
+                    atol=1e-12, method="LSODA")
+    return sol.y[0], sol.y[1]
+
+
+# ---------------------------------------------------------------------------------------
+# Population dynamics: T -> infinity (Lemma 2) and the expectation over classes
+# ---------------------------------------------------------------------------------------
+
+def expected_gradients(classes: SequenceClasses, Y, Z, normalize=True, residual=False):
+    """E_n[dJ/dY], E_n[dJ/dZ] in the long-sequence limit, classes uniform (Lemma 1 + Lemma 2).
+
+    For class n with query m: c_n from Eq. 5, v = c_n (+ e_m), f = LN(v), alpha =
+    softmax(Y^T f), delta = e_n - alpha; dJ/dY = f delta^T and row m of dJ/dZ is
+    delta^T Y^T J_f(v) (diag(c_n) - c_n c_n^T), the limit of Eq. 3 (Eq. 6).
+    """
+    Y, Z = np.asarray(Y, float), np.asarray(Z, float)
+    K, M = classes.K, classes.M
+    c = attention_limit_all(classes, Z)                        # (K, M)
+    v = c.copy()
+    if residual:
+        v[np.arange(K), classes.query] += 1.0
+    if normalize:
+        nv = np.linalg.norm(v, axis=1, keepdims=True)
+        f = v / nv
+    else:
+        f = v
+    alpha = _softmax(f @ Y)                                    # rows: softmax(Y^T f_n)
+    delta = -alpha
+    delta[np.arange(K), classes.next_token] += 1.0
+    dY = f.T @ delta / K
+    g = delta @ Y.T                                            # Y delta_n
+    if normalize:
+        g = (g - f * np.sum(f * g, axis=1, keepdims=True)) / nv
+    gz = c * (g - np.sum(c * g, axis=1, keepdims=True))        # (diag(c) - c c^T) g
+    dZ = np.zeros((M, M))
+    np.add.at(dZ, classes.query, gz / K)
+    return dY, dZ
+
+
+@dataclass
+class PopulationSolution:
+    t: np.ndarray     # (n_t,)
+    Y: np.ndarray     # (n_t, M, M)
+    Z: np.ndarray     # (n_t, M, M)
+
+
+def population_dynamics(classes: SequenceClasses, eta_y: float, eta_z: float, t_end: float,
+                        t_eval=None, Y0=None, Z0=None, normalize=True, residual=False,
+                        rtol=1e-6, atol=1e-9) -> PopulationSolution:
+    """Integrate dY/dt = eta_Y E[dJ/dY], dZ/dt = eta_Z E[dJ/dZ] with scipy's solve_ivp.
+
+    The gradient flow of the population objective (T -> infinity, every class with
+    probability 1/K): what SGD with small rates and large batches follows.
+    """
+    eta_y, eta_z = positive("eta_y", eta_y), positive("eta_z", eta_z)
+    t_end = positive("t_end", t_end)
+    M = classes.M
+    Y0 = np.zeros((M, M)) if Y0 is None else np.asarray(Y0, float)
+    Z0 = np.zeros((M, M)) if Z0 is None else np.asarray(Z0, float)
+    if Y0.shape != (M, M) or Z0.shape != (M, M):
+        raise ValueError(f"Y0 and Z0 must be ({M}, {M}); got {Y0.shape} and {Z0.shape}")
+
+    def rhs(t, y):
+        dY, dZ = expected_gradients(classes, y[:M * M].reshape(M, M), y[M * M:].reshape(M, M),
+                                    normalize, residual)
+        return np.concatenate([eta_y * dY.ravel(), eta_z * dZ.ravel()])
+
+    t_eval = np.linspace(0, t_end, 101) if t_eval is None else np.asarray(t_eval, float)
+    sol = solve_ivp(rhs, (0, t_end), np.concatenate([Y0.ravel(), Z0.ravel()]), t_eval=t_eval,
+                    rtol=rtol, atol=atol, method="RK45")
+    if not sol.success:
+        raise RuntimeError(f"solve_ivp failed: {sol.message}")
+    y = sol.y.T
+    return PopulationSolution(sol.t, y[:, :M * M].reshape(-1, M, M), y[:, M * M:].reshape(-1, M, M))
