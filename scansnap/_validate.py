@@ -13,7 +13,8 @@ def positive(name: str, value) -> float:
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a positive number, got {value!r}") from None
     if not math.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
+        shown = value if isinstance(value, (str, int)) and not hasattr(value, "dtype") else v
+        raise ValueError(f"{name} must be a positive number, got {shown!r}")
     return v
 
 

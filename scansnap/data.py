@@ -40,15 +40,15 @@ class SequenceClasses:
         K, M = probs.shape
         if not np.all(np.isfinite(probs)):
             n, l = np.argwhere(~np.isfinite(probs))[0]
-            raise ValueError(f"P(l={l} | class {n}) is not finite: {probs[n, l]!r}")
+            raise ValueError(f"P(l={l} | class {n}) is not finite: {float(probs[n, l])!r}")
         if np.any(probs < 0):
             n, l = np.argwhere(probs < 0)[0]
-            raise ValueError(f"P(l={l} | class {n}) is negative: {probs[n, l]!r}")
+            raise ValueError(f"P(l={l} | class {n}) is negative: {float(probs[n, l])!r}")
         sums = probs.sum(axis=1)
         bad = np.flatnonzero(np.abs(sums - 1.0) > _SUM_TOL)
         if bad.size:
             n = bad[0]
-            raise ValueError(f"P(. | class {n}) sums to {sums[n]!r}, not 1")
+            raise ValueError(f"P(. | class {n}) sums to {float(sums[n])!r}, not 1")
         query = _token_ids("query token", self.query, K, M)
         nxt = _token_ids("next token", self.next_token, K, M)
         seen: dict[int, int] = {}
