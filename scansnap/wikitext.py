@@ -57,13 +57,12 @@ def documents(text: str) -> list[str]:
 
 
 def tokenize(text: str) -> list[str]:
-    """Whitespace words with ``<eos>`` at each non-empty line end (as the PyTorch LM tutorial)."""
+    """Whitespace words and ``<eos>`` at every line end, as the PyTorch LM tutorial (and the
+    published token counts: 217,646 for valid, 245,569 for test)."""
     out = []
     for line in text.splitlines():
-        words = line.split()
-        if words:
-            out.extend(words)
-            out.append("<eos>")
+        out.extend(line.split())
+        out.append("<eos>")
     return out
 
 

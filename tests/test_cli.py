@@ -1,0 +1,44 @@
+"""The command line, run as a user would (subprocess)."""
+import csv
+import subprocess
+import sys
+
+import numpy as np
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "scansnap", *args], capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_help():
+    r = run("--help")
+    assert r.returncode == 0 and "reproduce" in r.stdout
+
+
+def test_reproduce_fig4(tmp_path):
+    r = run("reproduce", "fig4", "--out", str(tmp_path), "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.DictReader(open(tmp_path / "fig4.csv")))
+    assert [int(x["step"]) for x in rows] == list(range(100))
+    loss = np.array([float(x["loss"]) for x in rows])
+    assert abs(loss[0] - np.log(34)) < 1e-5 and loss[-1] < 1e-3
+    assert (tmp_path / "fig4.png").stat().st_size > 10_000
+
+
+def test_reproduce_fig6_small(tmp_path):
+    r = run("reproduce", "fig6", "--out", str(tmp_path), "--seeds", "1,2", "--steps", "5")
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.DictReader(open(tmp_path / "fig6.csv")))
+    assert len(rows) == 4 * 4 * 4 * 2
+    assert set(rows[0]) == {"num_last", "eta_z", "ratio", "seed", "entropy"}
+    assert {int(x["num_last"]) for x in rows} == {1, 3, 5, 10}
+    assert all(0 < float(x["entropy"]) < np.log(10) for x in rows)
+    assert (tmp_path / "fig6.png").exists()
+
+
+def test_bad_device_is_a_clear_error(tmp_path):
+    r = run("reproduce", "fig4", "--out", str(tmp_path), "--device", "tpu")
+    assert r.returncode == 2 and "unknown device 'tpu'" in r.stderr
+    r = run("reproduce", "fig7", "--out", str(tmp_path))
+    assert r.returncode == 2 and "invalid choice: 'fig7'" in r.stderr
