@@ -69,3 +69,24 @@ def entropy_sweep(num_last, eta_z, ratio, entropy) -> Figure:
     axes[0].set_ylabel(r"average entropy of $c_n$ on distinct tokens")
     axes[0].legend(fontsize=7)
     return fig
+
+
+def h_vs_hstar(panels) -> Figure:
+    """Fig. 8: h*(s) (Eq. 33, discrete) against h(t) (Eq. 45, continuous) for several eta_Y.
+
+    ``panels`` is a list of (M, steps, [eta_Y, ...]).
+    """
+    from .theory import h_closed, h_star
+    fig = Figure(figsize=(4.2 * len(panels), 3.2), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, (M, steps, etas) in zip(axes, panels):
+        s = np.arange(steps + 1)
+        for i, eta in enumerate(etas):
+            color = f"C{i}"
+            ax.plot(s, h_star(steps, M, eta), color=color, lw=1.2, label=rf"$\eta_Y={eta:g}$")
+            ax.plot(s, h_closed(s, M, eta), color=color, ls="--", lw=1.0)
+        ax.set_title(f"M = {M}: solid h* (Eq. 33), dashed h (Eq. 45)", fontsize=9)
+        ax.set_xlabel("step s")
+        ax.set_ylabel("h")
+        ax.legend(fontsize=7)
+    return fig

@@ -149,6 +149,20 @@ def omega1(M: int) -> float:
     return brentq(g, 1e-12, 10.0)
 
 
+def lemma8_zeros(M: int):
+    """Lemma 8: the two zeros of exp(Mh) - (M-1)Mh on h > 0, as (M^-(2-omega_0), (1+omega_1) ln M / M)."""
+    M = positive_int("M", M, minimum=4)
+    g = lambda h: np.exp(M * h) - (M - 1) * M * h
+    lower = brentq(g, 0.0, 1.0 / M, xtol=1e-300, rtol=1e-15)
+    upper = brentq(g, np.log(M) / M, 2 * np.log(M) / M, rtol=1e-15)
+    return lower, upper
+
+
+def omega0(M: int) -> float:
+    """Lemma 8, Eq. 50: the lower zero is M^-(2 - omega_0)."""
+    return 2 + np.log(lemma8_zeros(M)[0]) / np.log(M)
+
+
 def transition_time(M: int, K: int, eta_y: float) -> float:
     """t_0 = 2 (1 + omega_1) K ln M / eta_Y: the start of stage 2 (Lemma 9, Theorem 4)."""
     return 2 * (1 + omega1(M)) * K * np.log(M) / positive("eta_y", eta_y)
@@ -283,3 +297,84 @@ def population_dynamics(classes: SequenceClasses, eta_y: float, eta_z: float, t_
         raise RuntimeError(f"solve_ivp failed: {sol.message}")
     y = sol.y.T
     return PopulationSolution(sol.t, y[:, :M * M].reshape(-1, M, M), y[:, M * M:].reshape(-1, M, M))
+
+
+# ---------------------------------------------------------------------------------------
+# The decoder (Sec. 4, App. D): Lemma 3, Theorem 5, Theorem 1, Lemmas 13-17
+# ---------------------------------------------------------------------------------------
+
+def zeta(M: int, n: int) -> np.ndarray:
+    """zeta_n = M/(M-1) (e_n - 1/M): 1 at n, -1/(M-1) elsewhere (App. D.1)."""
+    return M / (M - 1) * (np.eye(M)[n] - 1.0 / M)
+
+
+def q_constants(M: int):
+    """q1 = zeta_i^T zeta_i = 1 + 1/(M-1), q0 = zeta_j^T zeta_i = -M/(M-1)^2 (App. D.1)."""
+    return 1 + 1 / (M - 1), -M / (M - 1) ** 2
+
+
+def E_matrices(F):
+    """E = F^T F - I and E' = I - (I+E)^{-1} (the sign Lemma 14 needs; MATH.md §4.3)."""
+    F = np.asarray(F, float)
+    K = F.shape[1]
+    E = F.T @ F - np.eye(K)
+    return E, np.eye(K) - np.linalg.inv(np.eye(K) + E)
+
+
+def modified_decoder_dynamics(F, schedule, eta_y: float, modified: bool = True):
+    """Iterate the Y update for the events ``schedule`` (a sequence of classes n), Y(0) = 0.
+
+    ``modified``: Eq. 26, Y += eta_Y (f_n - F E' e_n)(e_n - alpha_n)^T (Lemma 3); otherwise
+    Eq. 7, Y += eta_Y f_n (e_n - alpha_n)^T. alpha_n = softmax(Y^T f_n). The next token of
+    class n is token n (the first K tokens of the M-token output). Returns Y and the counts.
+    """
+    F = np.asarray(F, float)
+    M, K = F.shape
+    eta_y = positive("eta_y", eta_y)
+    _, Ep = E_matrices(F)
+    Y = np.zeros((M, M))
+    counts = np.zeros(K, int)
+    for n in schedule:
+        f = F[:, n]
+        alpha = _softmax(Y.T @ f)
+        d = -alpha
+        d[n] += 1.0
+        u = f - F @ Ep[:, n] if modified else f
+        Y += eta_y * np.outer(u, d)
+        counts[n] += 1
+    return Y, counts
+
+
+def theorem5_Y(F, counts, M: int, eta_y: float):
+    """Eq. 70 with Theta from the actual counts: Y = F (I - E') W, w_n = (M-1) h*(N_n) zeta_n."""
+    F = np.asarray(F, float)
+    K = F.shape[1]
+    _, Ep = E_matrices(F)
+    hs = h_star(int(max(counts)), M, eta_y)
+    W = np.stack([(M - 1) * hs[c] * zeta(M, n) for n, c in enumerate(counts)])
+    return F @ (np.eye(K) - Ep) @ W
+
+
+def theorem1_coefficients(F, n: int, M: int, printed: bool = False):
+    """iota_n and beta_{nn'} of Eq. 86-89 with Theta = sigma = 0 (returns iota, beta over n').
+
+    The derived beta is q1 E'_{nn'} - q0 (1 - sum_{k != n} E'_{kn'}). ``printed=True`` gives
+    the paper's printed signs, q1 E'_{nn'} + q0 (1 + sum_{k != n} E'_{kn'}) (MATH.md §4.16).
+    """
+    _, Ep = E_matrices(F)
+    K = Ep.shape[0]
+    q1, q0 = q_constants(M)
+    others = [k for k in range(K) if k != n]
+    iota = q1 * (1 - Ep[n, n]) - q0 * sum(Ep[k, n] for k in others)
+    beta = np.zeros(K)
+    for m in others:
+        s = sum(Ep[k, m] for k in others)
+        beta[m] = q1 * Ep[n, m] + q0 * (1 + s) if printed else q1 * Ep[n, m] - q0 * (1 - s)
+    return iota, beta
+
+
+def xi(F, n: int, M: int, gamma_value: float = 1.0):
+    """xi_n = gamma sum_{n' != n} beta_{nn'} f_n^T f_{n'} (Theorem 1(a): positive)."""
+    _, beta = theorem1_coefficients(F, n, M)
+    E, _ = E_matrices(F)
+    return gamma_value * float(beta @ E[n])
