@@ -321,15 +321,16 @@ def E_matrices(F):
     return E, np.eye(K) - np.linalg.inv(np.eye(K) + E)
 
 
-def modified_decoder_dynamics(F, schedule, eta_y: float, modified: bool = True):
+def modified_decoder_dynamics(F, schedule, eta_y: float, modified: bool = True, labels=None):
     """Iterate the Y update for the events ``schedule`` (a sequence of classes n), Y(0) = 0.
 
     ``modified``: Eq. 26, Y += eta_Y (f_n - F E' e_n)(e_n - alpha_n)^T (Lemma 3); otherwise
     Eq. 7, Y += eta_Y f_n (e_n - alpha_n)^T. alpha_n = softmax(Y^T f_n). The next token of
-    class n is token n (the first K tokens of the M-token output). Returns Y and the counts.
+    class n is token ``labels[n]`` (default n). Returns Y and the counts.
     """
     F = np.asarray(F, float)
     M, K = F.shape
+    labels = np.arange(K) if labels is None else np.asarray(labels)
     eta_y = positive("eta_y", eta_y)
     _, Ep = E_matrices(F)
     Y = np.zeros((M, M))
@@ -338,20 +339,21 @@ def modified_decoder_dynamics(F, schedule, eta_y: float, modified: bool = True):
         f = F[:, n]
         alpha = _softmax(Y.T @ f)
         d = -alpha
-        d[n] += 1.0
+        d[labels[n]] += 1.0
         u = f - F @ Ep[:, n] if modified else f
         Y += eta_y * np.outer(u, d)
         counts[n] += 1
     return Y, counts
 
 
-def theorem5_Y(F, counts, M: int, eta_y: float):
+def theorem5_Y(F, counts, M: int, eta_y: float, labels=None):
     """Eq. 70 with Theta from the actual counts: Y = F (I - E') W, w_n = (M-1) h*(N_n) zeta_n."""
     F = np.asarray(F, float)
     K = F.shape[1]
+    labels = np.arange(K) if labels is None else np.asarray(labels)
     _, Ep = E_matrices(F)
     hs = h_star(int(max(counts)), M, eta_y)
-    W = np.stack([(M - 1) * hs[c] * zeta(M, n) for n, c in enumerate(counts)])
+    W = np.stack([(M - 1) * hs[c] * zeta(M, labels[n]) for n, c in enumerate(counts)])
     return F @ (np.eye(K) - Ep) @ W
 
 
@@ -378,3 +380,29 @@ def xi(F, n: int, M: int, gamma_value: float = 1.0):
     _, beta = theorem1_coefficients(F, n, M)
     E, _ = E_matrices(F)
     return gamma_value * float(beta @ E[n])
+
+
+# ---------------------------------------------------------------------------------------
+# Self-attention (Sec. 5, App. E): Lemma 4, Eq. 10
+# ---------------------------------------------------------------------------------------
+
+def lemma4_zdot(F, members, M: int, gamma_value: float = 1.0):
+    """Eq. 10: z_m' = gamma sum_{n in members} diag(f_n) sum_{n' != n} beta_{nn'} (f_n f_n^T - I) f_n'.
+
+    ``members`` = psi^{-1}(m), as column indices of F; the rate eta_Z (and the 1/K of the
+    class probabilities, MATH.md §8 item 11) are left out.
+    """
+    F = np.asarray(F, float)
+    out = np.zeros(F.shape[0])
+    for n in members:
+        _, beta = theorem1_coefficients(F, n, M)
+        f = F[:, n]
+        v = F @ beta                                  # sum_{n'} beta_{nn'} f_{n'} (beta_nn = 0)
+        out += f * (f * (f @ v) - v)
+    return gamma_value * out
+
+
+def f_matrix(classes: SequenceClasses, Z):
+    """F = [f_1, ..., f_K] (M x K): the l2-normalised long-sequence attention of every class."""
+    c = attention_limit_all(classes, np.asarray(Z, float))
+    return (c / np.linalg.norm(c, axis=1, keepdims=True)).T
