@@ -90,3 +90,36 @@ def h_vs_hstar(panels) -> Figure:
         ax.set_ylabel("h")
         ax.legend(fontsize=7)
     return fig
+
+
+def growth_factor(M: int, K: int, eta_z: float, eta_ys, C0: float = 1.0, t_max: float = 1e5) -> Figure:
+    """Fig. 3: the growth-factor bound e^{2 B_n(t)} (Eq. 12, Theorem 4) for several eta_Y; dotted t_0."""
+    from .theory import B_n, transition_time
+    t = np.geomspace(1, t_max, 400)
+    fig = Figure(figsize=(5.5, 3.3), layout="constrained")
+    ax = fig.subplots()
+    for i, ey in enumerate(eta_ys):
+        ax.loglog(t, np.exp(2 * B_n(t, M, K, ey, eta_z, C0)), color=f"C{i}", label=rf"$\eta_Y={ey:g}$")
+        ax.axvline(transition_time(M, K, ey), color=f"C{i}", ls=":", lw=0.8)
+    ax.set_xlabel("step t")
+    ax.set_ylabel(r"$e^{2B_n(t)}$ (bound on $\chi_{l_0}$)")
+    ax.set_title(rf"M={M}, K={K}, $\eta_Z$={eta_z:g}, $C_0$={C0:g}; dotted: $t_0$", fontsize=9)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def B_fixed_ratio(panels, K: int = 10, C0: float = 1.0, t_max: float = 1e6) -> Figure:
+    """Fig. 9: B_n(t) at fixed nu = eta_Y/eta_Z; ``panels`` = [(M, [(eta_Z, eta_Y), ...]), ...]."""
+    from .theory import B_n, transition_time
+    t = np.geomspace(1, t_max, 400)
+    fig = Figure(figsize=(4.3 * len(panels), 3.2), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, (M, pairs) in zip(axes, panels):
+        for i, (ez, ey) in enumerate(pairs):
+            ax.semilogx(t, B_n(t, M, K, ey, ez, C0), color=f"C{i}", label=rf"$\eta_Z={ez:g},\ \eta_Y={ey:g}$")
+            ax.axvline(transition_time(M, K, ey), color=f"C{i}", ls=":", lw=0.8)
+        ax.set_title(rf"M={M}, $\nu=\eta_Y/\eta_Z$={pairs[0][1] / pairs[0][0]:g}", fontsize=9)
+        ax.set_xlabel("step t")
+        ax.set_ylabel(r"$B_n(t)$ (corrected Eq. 129)")
+        ax.legend(fontsize=7)
+    return fig
