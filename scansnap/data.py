@@ -183,6 +183,16 @@ def syn_medium(num_last: int, num_next_per_last: int = 2) -> SequenceClasses:
     return make_classes(num_last=num_last, num_next_per_last=num_next_per_last)
 
 
+def one_query(K: int = 3, common_weight: float = 4.8, num_distinct: int = 200) -> SequenceClasses:
+    """K next tokens sharing one query and one common token, distinct tokens uniform.
+
+    The setting of Theorem 2(b) and Sec. 6; with the defaults (M = 605) the f_n satisfy
+    Assumption 2 (f_n^T f_n' = 0.1: |lambda_1| = 0.2 < 1/K, min |lambda_i| >= sqrt(6/M)).
+    """
+    return make_classes(num_last=1, num_next_per_last=K, num_common=1, num_distinct=num_distinct,
+                        common_weight=common_weight, distinct_min=1.0, distinct_max=1.0)
+
+
 # ---------------------------------------------------------------------------------------
 # Sampling
 # ---------------------------------------------------------------------------------------

@@ -18,8 +18,11 @@ def cn_over_training(classes: SequenceClasses, snapshots: dict, n: int = 0, loss
     common = np.intersect1d(support, classes.common_tokens)
     distinct = classes.distinct_tokens(n)
     order = np.concatenate([common, distinct])
-    fig = Figure(figsize=(10 if loss is not None else 6.5, 3.4), layout="constrained")
+    # fixed margins, no layout engine: this figure is redrawn by sliders (about 0.1 s saved)
+    fig = Figure(figsize=(10 if loss is not None else 6.5, 3.4))
     axes = fig.subplots(1, 2 if loss is not None else 1, squeeze=False)[0]
+    fig.subplots_adjust(left=0.08 if loss is not None else 0.11, right=0.98, bottom=0.16, top=0.95,
+                        wspace=0.25)
     ax = axes[0]
     steps = sorted(snapshots)
     cmap = __import__("matplotlib").colormaps["viridis"]
@@ -34,7 +37,7 @@ def cn_over_training(classes: SequenceClasses, snapshots: dict, n: int = 0, loss
     ax.set_xticks(np.arange(len(order)), [str(t) for t in order], fontsize=6)
     ax.set_xlabel(f"contextual token of class {n} (next token {classes.next_token[n]})")
     ax.set_ylabel(r"attention $c_{l|n}$ (Eq. 5)")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="center left")
     if loss is not None:
         ax2 = axes[1]
         ax2.semilogy(np.arange(len(loss)), loss)

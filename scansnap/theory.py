@@ -303,6 +303,13 @@ def population_dynamics(classes: SequenceClasses, eta_y: float, eta_z: float, t_
 # The decoder (Sec. 4, App. D): Lemma 3, Theorem 5, Theorem 1, Lemmas 13-17
 # ---------------------------------------------------------------------------------------
 
+def satisfies_assumption2(F) -> bool:
+    """Assumption 2 for F = [f_1..f_K] (M x K): |lambda_1(E)| < 1/K and min |lambda_i(E)| >= sqrt(6/M)."""
+    F = np.asarray(F, float)
+    lam = np.abs(np.linalg.eigvalsh(F.T @ F - np.eye(F.shape[1])))
+    return bool(lam.max() < 1 / F.shape[1] and lam.min() >= np.sqrt(6 / F.shape[0]))
+
+
 def zeta(M: int, n: int) -> np.ndarray:
     """zeta_n = M/(M-1) (e_n - 1/M): 1 at n, -1/(M-1) elsewhere (App. D.1)."""
     return M / (M - 1) * (np.eye(M)[n] - 1.0 / M)

@@ -116,3 +116,12 @@ def test_theorem3_relative_gain_identity():
     a, b = np.exp(-2 * z[3]), np.exp(-2 * z[0])
     np.testing.assert_allclose(a - 1, (r0 + 1) * (b - 1), rtol=1e-3)
     assert r > r0
+
+
+def test_one_query_preset_satisfies_assumption2():
+    from scansnap.data import one_query
+    c = one_query()
+    F = th.f_matrix(c, np.zeros((c.M, c.M)))
+    assert c.M == 605 and len(c.common_tokens) == 1 and len(c.psi_inverse(c.query[0])) == 3
+    assert th.satisfies_assumption2(F)
+    assert not th.satisfies_assumption2(th.f_matrix(syn_medium(1), np.zeros((33, 33))))   # overlap 0.72
