@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-FIGURES = ("fig4", "fig6")
+FIGURES = ("fig3", "fig4", "fig5", "fig6", "fig8", "fig9", "fig11", "fig12")
 
 
 def _seeds(text: str):
@@ -34,27 +34,119 @@ def _write_csv(path, header, rows):
         w.writerows(rows)
 
 
-def reproduce_fig4(out: Path, device: str, steps: int):
-    from .experiments import fig4
+def reproduce_fig3(out: Path, **_):
+    """Fig. 3: e^{2 B_n(t)} for M=1000, K=10, eta_Z=0.5, eta_Y in {0.5, 1, 2, 5} (closed form)."""
+    from .plots import growth_factor
+    from .theory import B_n
+    t = np.geomspace(1, 1e5, 200)
+    rows = [(f"{ey:g}", f"{tt:.6g}", f"{np.exp(2 * b):.10g}")
+            for ey in (0.5, 1, 2, 5) for tt, b in zip(t, B_n(t, 1000, 10, ey, 0.5, 1.0))]
+    _write_csv(out / "fig3.csv", ["eta_y", "t", "growth_bound"], rows)
+    growth_factor(1000, 10, 0.5, (0.5, 1, 2, 5)).savefig(out / "fig3.png", dpi=120)
+    return ["fig3.csv", "fig3.png"]
+
+
+def reproduce_fig4(out: Path, device: str, steps: int, **_):
+    """Fig. 4: Syn-Small, left eta_Y = eta_Z = 1 (fig4.*), right eta_Y = 10, eta_Z = 1 (fig4_right.*)."""
+    from .experiments import FIG4_SNAPSHOTS, fig4
     from .plots import cn_over_training
-    classes, res = fig4(device=device, steps=steps,
-                        snapshot_steps=[s for s in (0, 5, 10, 20, 50, 100) if s <= steps])
-    _write_csv(out / "fig4.csv", ["step", "loss"],
-               [(s, f"{l:.10g}") for s, l in enumerate(res.loss[0])])
-    snaps = {s: z[0].numpy() for s, z in res.snapshots.items()}
-    cn_over_training(classes, snaps, n=0, loss=res.loss[0]).savefig(out / "fig4.png", dpi=120)
-    return f"final loss {res.loss[0, -1]:.3g}"
+    files = []
+    for name, ey in (("fig4", 1.0), ("fig4_right", 10.0)):
+        classes, res = fig4(eta_y=ey, device=device, steps=steps,
+                            snapshot_steps=[s for s in FIG4_SNAPSHOTS if s <= steps])
+        _write_csv(out / f"{name}.csv", ["step", "loss"],
+                   [(s, f"{l:.10g}") for s, l in enumerate(res.loss[0])])
+        snaps = {s: z[0].numpy() for s, z in res.snapshots.items()}
+        cn_over_training(classes, snaps, n=0, loss=res.loss[0]).savefig(out / f"{name}.png", dpi=120)
+        files += [f"{name}.csv", f"{name}.png"]
+    return files
 
 
-def reproduce_fig6(out: Path, device: str, steps: int, seeds):
+def reproduce_fig5(out: Path, device: str, steps: int, **_):
+    """Fig. 5: Syn-Small with Adam, eta_Y = eta_Z in {0.1, 0.5, 1}: final c_n of class 0."""
+    from .experiments import fig5
+    from .plots import cn_final
+    from .theory import attention_limit_all
+    classes, res = fig5(device=device, steps=steps)
+    rows = []
+    for r, eta in enumerate(res.eta_y):
+        c = attention_limit_all(classes, res.Z[r].numpy())[0]
+        rows += [(f"{eta:g}", int(l), f"{c[l]:.10g}") for l in classes.support(0)]
+    _write_csv(out / "fig5.csv", ["eta", "token", "c"], rows)
+    cn_final(classes, {rf"Adam, $\eta$={e:g}": res.Z[r].numpy() for r, e in enumerate(res.eta_y)},
+             title="Syn-Small, Adam, after %d steps" % steps).savefig(out / "fig5.png", dpi=120)
+    return ["fig5.csv", "fig5.png"]
+
+
+def _sweep(cache, device, steps, seeds):
+    if "sweep" not in cache:
+        from .experiments import syn_medium_sweep
+        cache["sweep"] = syn_medium_sweep(seeds=seeds, device=device, progress=True, steps=steps)
+    return cache["sweep"]
+
+
+def reproduce_fig6(out: Path, device: str, steps: int, seeds, cache, **_):
     from .experiments import fig6
     from .plots import entropy_sweep
-    r = fig6(seeds=seeds, device=device, progress=True, steps=steps)
+    r = fig6(sweep=_sweep(cache, device, steps, seeds))
     _write_csv(out / "fig6.csv", ["num_last", "eta_z", "ratio", "seed", "entropy"],
                [(int(a), f"{b:g}", f"{c:g}", int(d), f"{e:.10g}")
                 for a, b, c, d, e in zip(r["num_last"], r["eta_z"], r["ratio"], r["seed"], r["entropy"])])
     entropy_sweep(r["num_last"], r["eta_z"], r["ratio"], r["entropy"]).savefig(out / "fig6.png", dpi=120)
-    return f"{len(r['entropy'])} runs, entropy {r['entropy'].min():.3f}..{r['entropy'].max():.3f}"
+    return ["fig6.csv", "fig6.png"]
+
+
+def _recall(out, device, steps, seeds, cache, name, by):
+    from .experiments import fig11_12
+    from .plots import recall_curves
+    if "recall" not in cache:
+        cache["recall"] = fig11_12(_sweep(cache, device, steps, seeds))
+    r = cache["recall"]
+    _write_csv(out / f"{name}.csv", ["num_last", "eta_z", "ratio", "threshold", "recall"],
+               [(int(a), f"{b:g}", f"{c:g}", f"{d:.6g}", f"{e:.6g}")
+                for a, b, c, d, e in zip(r["num_last"], r["eta_z"], r["ratio"], r["threshold"], r["recall"])])
+    recall_curves(r["num_last"], r["eta_z"], r["ratio"], r["threshold"], r["recall"], by=by).savefig(
+        out / f"{name}.png", dpi=120)
+    return [f"{name}.csv", f"{name}.png"]
+
+
+def reproduce_fig11(out: Path, **kw):
+    """Fig. 11: recall-threshold curves by eta_Y/eta_Z (eta_Z = 1), mean over seeds."""
+    return _recall(out, name="fig11", by="ratio", **{k: kw[k] for k in ("device", "steps", "seeds", "cache")})
+
+
+def reproduce_fig12(out: Path, **kw):
+    """Fig. 12: recall-threshold curves by eta_Z (eta_Y = eta_Z), mean over seeds."""
+    return _recall(out, name="fig12", by="eta_z", **{k: kw[k] for k in ("device", "steps", "seeds", "cache")})
+
+
+def reproduce_fig8(out: Path, **_):
+    """Fig. 8: h* (Eq. 33) vs h (Eq. 45); left M=50, right M=1000."""
+    from .plots import h_vs_hstar
+    from .theory import h_closed, h_star
+    panels = [(50, 100, (0.1, 0.2, 0.5, 1, 2)), (1000, 100, (0.2, 0.5, 1, 2, 4))]
+    rows = []
+    for M, steps, etas in panels:
+        for ey in etas:
+            hs, h = h_star(steps, M, ey), h_closed(np.arange(steps + 1), M, ey)
+            rows += [(M, f"{ey:g}", s, f"{a:.10g}", f"{b:.10g}") for s, (a, b) in enumerate(zip(hs, h))]
+    _write_csv(out / "fig8.csv", ["M", "eta_y", "step", "h_star", "h"], rows)
+    h_vs_hstar(panels).savefig(out / "fig8.png", dpi=120)
+    return ["fig8.csv", "fig8.png"]
+
+
+def reproduce_fig9(out: Path, **_):
+    """Fig. 9: B_n(t) at fixed nu = eta_Y/eta_Z (corrected Eq. 129, C0 = 1, K = 10)."""
+    from .plots import B_fixed_ratio
+    from .theory import B_n
+    panels = [(100, [(0.5, 5), (1, 10), (2, 20), (4, 40), (8, 80)]),
+              (10000, [(0.5, 0.5), (1, 1), (2, 2), (4, 4), (8, 8)])]
+    t = np.geomspace(1, 1e6, 200)
+    rows = [(M, f"{ez:g}", f"{ey:g}", f"{tt:.6g}", f"{b:.10g}")
+            for M, pairs in panels for ez, ey in pairs for tt, b in zip(t, B_n(t, M, 10, ey, ez, 1.0))]
+    _write_csv(out / "fig9.csv", ["M", "eta_z", "eta_y", "t", "B_n"], rows)
+    B_fixed_ratio(panels).savefig(out / "fig9.png", dpi=120)
+    return ["fig9.csv", "fig9.png"]
 
 
 def main(argv=None):
@@ -62,12 +154,12 @@ def main(argv=None):
                                 description="Re-run the experiments of 'Scan and Snap' (Tian et al., NeurIPS 2023).")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("reproduce", help="re-run one figure of the paper and write its PNG and CSV")
-    r.add_argument("figure", choices=FIGURES, help="which figure")
+    r.add_argument("figure", choices=FIGURES + ("all",), help="which figure ('all': every one)")
     r.add_argument("--out", type=Path, required=True, help="output folder (created if missing)")
     r.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:N'")
     r.add_argument("--steps", type=int, default=100, help="SGD steps per run (paper: 100)")
     r.add_argument("--seeds", type=_seeds, default=tuple(range(1, 11)),
-                   help="fig6 seeds, e.g. '1-10' (paper) or '1,2'")
+                   help="seeds of the Syn-Medium sweep (figs 6, 11, 12), e.g. '1-10' (paper) or '1,2'")
     a = p.parse_args(argv)
     from ._validate import resolve_device, positive_int
     try:
@@ -76,13 +168,12 @@ def main(argv=None):
     except ValueError as e:
         p.error(str(e))
     a.out.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    if a.figure == "fig4":
-        msg = reproduce_fig4(a.out, device, a.steps)
-    else:
-        msg = reproduce_fig6(a.out, device, a.steps, a.seeds)
-    print(f"{a.figure}: {msg}; wrote {a.out / (a.figure + '.csv')} and {a.out / (a.figure + '.png')} "
-          f"in {time.perf_counter() - t0:.1f} s on {device}")
+    cache: dict = {}
+    for fig in (FIGURES if a.figure == "all" else (a.figure,)):
+        t0 = time.perf_counter()
+        files = globals()[f"reproduce_{fig}"](a.out, device=device, steps=a.steps, seeds=a.seeds, cache=cache)
+        print(f"{fig}: wrote {', '.join(str(a.out / f) for f in files)} in {time.perf_counter() - t0:.1f} s on {device}",
+              flush=True)
     return 0
 
 

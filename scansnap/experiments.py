@@ -6,7 +6,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .data import syn_medium, syn_small
-from .metrics import distinct_entropy
+from .metrics import distinct_entropy, recall_threshold
 from .train import lr_grid, train
 
 # Syn-Small and Syn-Medium training settings (MATH.md §7.1-7.2, the authors' command lines)
@@ -23,25 +23,64 @@ def fig4(eta_y=1.0, eta_z=1.0, seed=2, device="auto", **overrides):
     return classes, train(classes, eta_y=eta_y, eta_z=eta_z, seeds=seed, device=device, **kw)
 
 
+def syn_medium_sweep(num_last=FIG6["num_last"], eta_z=FIG6["eta_z"], ratio=FIG6["ratio"],
+                     seeds=FIG6["seeds"], device="auto", progress=False, **overrides):
+    """The Syn-Medium grid of Figs. 6, 11, 12: {num_last: (classes, TrainResult)}, batched per num_last."""
+    kw = dict(COMMON, init="default")
+    kw.update(overrides)
+    ey, ez, sd = lr_grid(eta_z, ratio, seeds)
+    out = {}
+    bar = tqdm(total=len(num_last) * kw["steps"], disable=not progress, desc="Syn-Medium sweep",
+               unit="step")
+    for nl in num_last:
+        classes = syn_medium(nl)
+        out[nl] = (classes, train(classes, eta_y=ey, eta_z=ez, seeds=sd, device=device, progress=bar, **kw))
+    bar.close()
+    return out
+
+
 def fig6(num_last=FIG6["num_last"], eta_z=FIG6["eta_z"], ratio=FIG6["ratio"], seeds=FIG6["seeds"],
-         device="auto", progress=False, **overrides):
+         device="auto", progress=False, sweep=None, **overrides):
     """Paper Fig. 6 (Syn-Medium): the entropy sweep, batched per num_last (one vocabulary each).
 
     Returns a dict of flat arrays num_last, eta_z, ratio, seed, entropy (one row per run).
     """
-    kw = dict(COMMON, init="default")
-    kw.update(overrides)
-    ey, ez, sd = lr_grid(eta_z, ratio, seeds)
+    sweep = sweep or syn_medium_sweep(num_last, eta_z, ratio, seeds, device, progress, **overrides)
     rows = {k: [] for k in ("num_last", "eta_z", "ratio", "seed", "entropy")}
-    bar = tqdm(total=len(num_last) * kw["steps"], disable=not progress, desc="fig6 sweep",
-               unit="step")
-    for nl in num_last:
-        classes = syn_medium(nl)
-        res = train(classes, eta_y=ey, eta_z=ez, seeds=sd, device=device, progress=bar, **kw)
-        rows["num_last"].append(np.full(len(sd), nl))
-        rows["eta_z"].append(ez)
-        rows["ratio"].append(ey / ez)
-        rows["seed"].append(sd)
+    for nl, (classes, res) in sweep.items():
+        rows["num_last"].append(np.full(len(res.seed), nl))
+        rows["eta_z"].append(res.eta_z)
+        rows["ratio"].append(res.eta_y / res.eta_z)
+        rows["seed"].append(res.seed)
         rows["entropy"].append(distinct_entropy(classes, res.Z))
-    bar.close()
     return {k: np.concatenate(v) for k, v in rows.items()}
+
+
+def fig11_12(sweep, n_thresholds: int = 17):
+    """Figs. 11-12: recall of distinct tokens vs a threshold around 1/M, mean over seeds.
+
+    Returns flat arrays num_last, eta_z, ratio, threshold, recall (one row per setting and
+    threshold); thresholds are geomspace(1/(4M), 4/M) for each vocabulary size M.
+    """
+    rows = {k: [] for k in ("num_last", "eta_z", "ratio", "threshold", "recall")}
+    for nl, (classes, res) in sweep.items():
+        th = np.geomspace(0.25 / classes.M, 4.0 / classes.M, n_thresholds)
+        rec = recall_threshold(classes, res.Z, th)                   # (R, n_th)
+        ratio = res.eta_y / res.eta_z
+        for ez, r in sorted({(a, b) for a, b in zip(res.eta_z, ratio)}):
+            sel = (res.eta_z == ez) & (ratio == r)
+            rows["num_last"].append(np.full(n_thresholds, nl))
+            rows["eta_z"].append(np.full(n_thresholds, ez))
+            rows["ratio"].append(np.full(n_thresholds, r))
+            rows["threshold"].append(th)
+            rows["recall"].append(rec[sel].mean(axis=0))
+    return {k: np.concatenate(v) for k, v in rows.items()}
+
+
+def fig5(etas=(0.1, 0.5, 1.0), seed=2, device="auto", **overrides):
+    """Paper Fig. 5 (Syn-Small, Adam, eta_Y = eta_Z = eta): final c_n of class 0 for each eta."""
+    classes = syn_small()
+    kw = dict(COMMON, init="zero", optimizer="adam")
+    kw.update(overrides)
+    res = train(classes, eta_y=list(etas), eta_z=list(etas), seeds=seed, device=device, **kw)
+    return classes, res

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 from .data import SequenceClasses
 from .theory import attention_limit_all
@@ -125,4 +126,43 @@ def B_fixed_ratio(panels, K: int = 10, C0: float = 1.0, t_max: float = 1e6) -> F
         ax.set_xlabel("step t")
         ax.set_ylabel(r"$B_n(t)$ (corrected Eq. 129)")
         ax.legend(fontsize=7)
+    return fig
+
+
+def cn_final(classes: SequenceClasses, Zs: dict, n: int = 0, title: str = "") -> Figure:
+    """Fig. 5: the final attention c_n of class n over its tokens, one line per setting (label -> Z)."""
+    support = classes.support(n)
+    order = np.concatenate([np.intersect1d(support, classes.common_tokens), classes.distinct_tokens(n)])
+    fig = Figure(figsize=(6.5, 3.3), layout="constrained")
+    ax = fig.subplots()
+    for label, Z in Zs.items():
+        c = attention_limit_all(classes, np.asarray(Z, float))[n]
+        ax.plot(np.arange(len(order)), c[order], "o-", ms=3, label=label)
+    ax.set_xticks(np.arange(len(order)), [str(t) for t in order], fontsize=6)
+    ax.set_xlabel(f"contextual token of class {n}: common, then distinct by increasing P")
+    ax.set_ylabel(r"final attention $c_{l|n}$")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def recall_curves(num_last, eta_z, ratio, threshold, recall, by: str) -> Figure:
+    """Figs. 11-12: recall vs threshold, one panel per num_last; ``by`` = 'ratio' (at eta_Z = 1)
+    or 'eta_z' (at eta_Y/eta_Z = 1)."""
+    num_last, eta_z, ratio, threshold, recall = (np.asarray(a) for a in (num_last, eta_z, ratio, threshold, recall))
+    fixed = (eta_z == 1.0) if by == "ratio" else (ratio == 1.0)
+    key = ratio if by == "ratio" else eta_z
+    panels = sorted(set(num_last.tolist()))
+    fig = Figure(figsize=(3.2 * len(panels), 3.0), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, nl in zip(axes, panels):
+        for v in sorted(set(key[fixed & (num_last == nl)].tolist())):
+            sel = fixed & (num_last == nl) & (key == v)
+            ax.semilogx(threshold[sel], recall[sel], marker="o", ms=2,
+                        label=(rf"$\eta_Y/\eta_Z={v:g}$" if by == "ratio" else rf"$\eta_Z={v:g}$"))
+        ax.set_title(f"#last/next = {nl}/{2 * nl}", fontsize=9)
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("threshold on softmax($z_m$)")
+    axes[0].set_ylabel("recall of distinct tokens")
+    axes[0].legend(fontsize=7)
     return fig
