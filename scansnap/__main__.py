@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-FIGURES = ("fig3", "fig4", "fig5", "fig6", "fig8", "fig9", "fig11", "fig12")
+FIGURES = ("fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10", "fig11", "fig12")
+SYN_STEPS = 100   # Syn-Small / Syn-Medium runs (paper: niter=100)
 
 
 def _seeds(text: str):
@@ -50,6 +51,7 @@ def reproduce_fig4(out: Path, device: str, steps: int, **_):
     """Fig. 4: Syn-Small, left eta_Y = eta_Z = 1 (fig4.*), right eta_Y = 10, eta_Z = 1 (fig4_right.*)."""
     from .experiments import FIG4_SNAPSHOTS, fig4
     from .plots import cn_over_training
+    steps = steps or SYN_STEPS
     files = []
     for name, ey in (("fig4", 1.0), ("fig4_right", 10.0)):
         classes, res = fig4(eta_y=ey, device=device, steps=steps,
@@ -67,6 +69,7 @@ def reproduce_fig5(out: Path, device: str, steps: int, **_):
     from .experiments import fig5
     from .plots import cn_final
     from .theory import attention_limit_all
+    steps = steps or SYN_STEPS
     classes, res = fig5(device=device, steps=steps)
     rows = []
     for r, eta in enumerate(res.eta_y):
@@ -81,7 +84,7 @@ def reproduce_fig5(out: Path, device: str, steps: int, **_):
 def _sweep(cache, device, steps, seeds):
     if "sweep" not in cache:
         from .experiments import syn_medium_sweep
-        cache["sweep"] = syn_medium_sweep(seeds=seeds, device=device, progress=True, steps=steps)
+        cache["sweep"] = syn_medium_sweep(seeds=seeds, device=device, progress=True, steps=steps or SYN_STEPS)
     return cache["sweep"]
 
 
@@ -118,6 +121,34 @@ def reproduce_fig11(out: Path, **kw):
 def reproduce_fig12(out: Path, **kw):
     """Fig. 12: recall-threshold curves by eta_Z (eta_Y = eta_Z), mean over seeds."""
     return _recall(out, name="fig12", by="eta_z", **{k: kw[k] for k in ("device", "steps", "seeds", "cache")})
+
+
+def reproduce_fig7(out: Path, device: str, steps, **_):
+    """Fig. 7: lowest-layer attention of 1- and 3-layer models on WikiText-2 (SGD, lr 5)."""
+    from .experiments import FIG7, fig7
+    from .plots import attention_maps
+    results, probe, vocab = fig7(steps=steps or FIG7["steps"], device=device, progress=True)
+    rows, maps = [], {}
+    for L, res in results.items():
+        maps[f"{L}-layer, lowest layer"] = {}
+        for s, layer_maps in sorted(res.snapshots.items()):
+            a = layer_maps[0][0].numpy()                      # lowest layer, head 0
+            maps[f"{L}-layer, lowest layer"][s] = a
+            rows += [(L, s, i, j, f"{a[i, j]:.6g}") for i in range(a.shape[0]) for j in range(i + 1)]
+    _write_csv(out / "fig7.csv", ["layers", "iteration", "query", "key", "attention"], rows)
+    attention_maps(maps).savefig(out / "fig7.png", dpi=120)
+    return ["fig7.csv", "fig7.png"]
+
+
+def reproduce_fig10(out: Path, device: str, steps, **_):
+    """Fig. 10: validation attention entropy vs SGD learning rate 1-5, 5 seeds (1-layer, WikiText-2)."""
+    from .experiments import FIG10, fig10
+    from .plots import entropy_vs_lr
+    rows = fig10(steps=steps or FIG10["steps"], device=device, progress=True)
+    _write_csv(out / "fig10.csv", ["lr", "seed", "entropy", "final_loss"],
+               [(f"{a:g}", b, f"{c:.6g}", f"{d:.6g}") for a, b, c, d in rows])
+    entropy_vs_lr([r[0] for r in rows], [r[2] for r in rows]).savefig(out / "fig10.png", dpi=120)
+    return ["fig10.csv", "fig10.png"]
 
 
 def reproduce_fig8(out: Path, **_):
@@ -157,14 +188,17 @@ def main(argv=None):
     r.add_argument("figure", choices=FIGURES + ("all",), help="which figure ('all': every one)")
     r.add_argument("--out", type=Path, required=True, help="output folder (created if missing)")
     r.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:N'")
-    r.add_argument("--steps", type=int, default=100, help="SGD steps per run (paper: 100)")
+    r.add_argument("--steps", type=int, default=None,
+                   help="training steps per run (default: the paper's, 100 for the synthetic data, "
+                        "1500 for fig7; 300 for fig10)")
     r.add_argument("--seeds", type=_seeds, default=tuple(range(1, 11)),
                    help="seeds of the Syn-Medium sweep (figs 6, 11, 12), e.g. '1-10' (paper) or '1,2'")
     a = p.parse_args(argv)
     from ._validate import resolve_device, positive_int
     try:
         device = str(resolve_device(a.device))
-        positive_int("steps", a.steps)
+        if a.steps is not None:
+            positive_int("steps", a.steps)
     except ValueError as e:
         p.error(str(e))
     a.out.mkdir(parents=True, exist_ok=True)

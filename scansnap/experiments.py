@@ -84,3 +84,60 @@ def fig5(etas=(0.1, 0.5, 1.0), seed=2, device="auto", **overrides):
     kw.update(overrides)
     res = train(classes, eta_y=list(etas), eta_z=list(etas), seeds=seed, device=device, **kw)
     return classes, res
+
+
+# WikiText-2 (Sec. 8): words seen at least LM_MIN_FREQ times in the shipped training text keep
+# their id, the rest map to <unk> (speed on a CPU: 10k instead of 18k output classes).
+LM_MIN_FREQ = 3
+FIG7 = dict(lr=5.0, steps=1500, snapshots=(0, 500, 1000, 1500), window=30)
+FIG10 = dict(lrs=(1.0, 2.0, 3.0, 4.0, 5.0), seeds=(1, 2, 3, 4, 5), steps=300)
+
+
+def wikitext_data(source="shipped", min_freq=LM_MIN_FREQ):
+    """(train ids, valid ids, vocab) with a vocabulary from the training text (min_freq)."""
+    from . import wikitext
+    corpus = wikitext.load(source)
+    vocab = wikitext.Vocab.build(corpus.train + ["<unk>"], min_freq=min_freq)
+    if "<unk>" not in vocab.stoi:
+        vocab = wikitext.Vocab(vocab.itos + ["<unk>"])
+    return vocab.encode(corpus.train), vocab.encode(corpus.valid), vocab
+
+
+def fig7(steps=FIG7["steps"], layers=(1, 3), device="auto", progress=False, source="shipped"):
+    """Fig. 7: lowest-layer attention on a validation window during SGD (lr 5), 1 and 3 layers."""
+    from .train import train_lm
+    tr, va, vocab = wikitext_data(source)
+    probe = va[:FIG7["window"]]
+    snaps = sorted({int(round(x)) for x in np.linspace(0, steps, len(FIG7["snapshots"]))})   # 0, 500, 1000, 1500
+    results = {L: train_lm(tr, len(vocab), layers=L, lr=FIG7["lr"], steps=steps, probe=probe,
+                           snapshot_steps=snaps, device=device, progress=progress) for L in layers}
+    return results, probe, vocab
+
+
+def validation_attention_entropy(model, valid_ids, bptt=35, batches=20, batch=10):
+    """Fig. 10: mean attention entropy of the lowest layer on validation windows (dropout off)."""
+    from .metrics import attention_entropy
+    from .wikitext import batchify
+    data = batchify(valid_ids, batch)
+    dev = next(model.parameters()).device
+    model.eval()
+    vals = []
+    with torch.no_grad():
+        for k in range(min(batches, (data.shape[0] - 1) // bptt)):
+            _, maps = model(data[k * bptt:(k + 1) * bptt].t().to(dev))
+            vals.append(attention_entropy(maps[0]))
+    model.train()
+    return float(np.mean(vals))
+
+
+def fig10(lrs=FIG10["lrs"], seeds=FIG10["seeds"], steps=FIG10["steps"], device="auto", progress=False,
+          source="shipped"):
+    """Fig. 10: validation attention entropy of a 1-layer model vs the SGD learning rate."""
+    from .train import train_lm
+    tr, va, vocab = wikitext_data(source)
+    rows = []
+    runs = [(lr, s) for lr in lrs for s in seeds]
+    for lr, s in tqdm(runs, disable=not progress, desc="fig10 runs", unit="run"):
+        res = train_lm(tr, len(vocab), layers=1, lr=lr, steps=steps, seed=s, device=device)
+        rows.append((lr, s, validation_attention_entropy(res.model, va), float(res.loss[-20:].mean())))
+    return rows

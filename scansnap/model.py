@@ -261,6 +261,11 @@ class EmbeddingTransformer(nn.Module):
         self.blocks = nn.ModuleList(Block(d, heads, d_hidden, dropout) for _ in range(layers))
         self.decoder = nn.Linear(d, vocab)
         self.drop = nn.Dropout(dropout)
+        # the PyTorch LM tutorial's init (the authors' decoder_wiki.py follows it): with N(0, 1)
+        # embeddings times sqrt(d) the attention would start saturated
+        nn.init.uniform_(self.U.weight, -0.1, 0.1)
+        nn.init.uniform_(self.decoder.weight, -0.1, 0.1)
+        nn.init.zeros_(self.decoder.bias)
 
     def forward(self, x):
         B, T = x.shape

@@ -166,3 +166,34 @@ def recall_curves(num_last, eta_z, ratio, threshold, recall, by: str) -> Figure:
     axes[0].set_ylabel("recall of distinct tokens")
     axes[0].legend(fontsize=7)
     return fig
+
+
+def attention_maps(maps: dict, tokens=None) -> Figure:
+    """Fig. 7: attention heat maps; ``maps`` = {row label: {step: (T, T) array}}."""
+    rows = list(maps)
+    steps = sorted(maps[rows[0]])
+    fig = Figure(figsize=(2.6 * len(steps), 2.6 * len(rows)), layout="constrained")
+    axes = fig.subplots(len(rows), len(steps), squeeze=False)
+    for i, r in enumerate(rows):
+        for j, s in enumerate(steps):
+            ax = axes[i, j]
+            ax.imshow(np.asarray(maps[r][s]), cmap="viridis", vmin=0, vmax=1)
+            ax.set_xticks([]); ax.set_yticks([])
+            if i == 0:
+                ax.set_title(f"iteration {s}", fontsize=9)
+            if j == 0:
+                ax.set_ylabel(r, fontsize=9)
+    return fig
+
+
+def entropy_vs_lr(lr, entropy) -> Figure:
+    """Fig. 10: mean +- std (over seeds) of the validation attention entropy vs learning rate."""
+    lr, entropy = np.asarray(lr), np.asarray(entropy)
+    xs = sorted(set(lr.tolist()))
+    fig = Figure(figsize=(4.5, 3.2), layout="constrained")
+    ax = fig.subplots()
+    ax.errorbar(xs, [entropy[lr == x].mean() for x in xs], [entropy[lr == x].std() for x in xs],
+                marker="o", capsize=3)
+    ax.set_xlabel("SGD learning rate")
+    ax.set_ylabel("attention entropy (validation)")
+    return fig

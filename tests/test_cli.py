@@ -47,10 +47,14 @@ def test_bad_device_is_a_clear_error(tmp_path):
 def test_reproduce_all_quick(tmp_path):
     r = run("reproduce", "all", "--out", str(tmp_path), "--seeds", "1", "--steps", "3")
     assert r.returncode == 0, r.stderr
-    for n in (3, 4, 5, 6, 8, 9, 11, 12):
+    for n in (3, 4, 5, 6, 7, 8, 9, 10, 11, 12):
         assert (tmp_path / f"fig{n}.csv").stat().st_size > 0 and (tmp_path / f"fig{n}.png").stat().st_size > 5000
     assert (tmp_path / "fig4_right.csv").exists()
     rows = list(csv.DictReader(open(tmp_path / "fig11.csv")))
     assert len(rows) == 4 * 16 * 17 and all(0 <= float(x["recall"]) <= 1 for x in rows)
+    rows = list(csv.DictReader(open(tmp_path / "fig10.csv")))
+    assert len(rows) == 25 and {x["lr"] for x in rows} == {"1", "2", "3", "4", "5"}
+    rows = list(csv.DictReader(open(tmp_path / "fig7.csv")))
+    assert {x["layers"] for x in rows} == {"1", "3"} and {x["iteration"] for x in rows} == {"0", "1", "2", "3"}
     rows = list(csv.DictReader(open(tmp_path / "fig5.csv")))
     assert {x["eta"] for x in rows} == {"0.1", "0.5", "1"} and len(rows) == 3 * 20
