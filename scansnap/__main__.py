@@ -1,4 +1,4 @@
-"""Command line: ``python -m scansnap reproduce fig4 --out DIR`` (see ``--help``)."""
+"""Command line: ``python -m scansnap reproduce figN --out DIR`` for the paper's Figs. 3-12, or ``all`` (see ``--help``)."""
 from __future__ import annotations
 
 import argparse
