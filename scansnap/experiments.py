@@ -141,3 +141,13 @@ def fig10(lrs=FIG10["lrs"], seeds=FIG10["seeds"], steps=FIG10["steps"], device="
         res = train_lm(tr, len(vocab), layers=1, lr=lr, steps=steps, seed=s, device=device)
         rows.append((lr, s, validation_attention_entropy(res.model, va), float(res.loss[-20:].mean())))
     return rows
+
+
+def load_csv(path) -> dict:
+    """A CSV written by ``python -m scansnap reproduce`` as {column: numpy array} (numbers as float)."""
+    import csv
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    if not rows:
+        raise ValueError(f"{path} has no rows")
+    return {k: np.array([float(r[k]) for r in rows]) for k in rows[0]}
