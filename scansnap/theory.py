@@ -133,13 +133,18 @@ def h_ode(t_eval, M: int, eta_y: float, rtol=1e-10, atol=1e-14):
     return sol.y[0]
 
 
+def gamma_of_h(h, M: int):
+    """Eq. 85 as a function of h: (M-1)^2 h / ((M-1) + exp(M h)) (use h*(N) for the discrete count)."""
+    h = np.asarray(h, float)
+    return (M - 1) ** 2 * h / ((M - 1) + np.exp(M * h))
+
+
 def gamma(t, M: int, K: int, eta_y: float, discrete: bool = True):
     """Eq. 85: gamma(t) = (M-1)^2 h(s) / ((M-1) + exp(M h(s))), s = ceil(t/K) (or t/K)."""
     K = positive_int("K", K)
     t = np.asarray(t, float)
     s = np.ceil(t / K) if discrete else t / K
-    h = h_closed(s, M, eta_y)
-    return (M - 1) ** 2 * h / ((M - 1) + np.exp(M * h))
+    return gamma_of_h(h_closed(s, M, eta_y), M)
 
 
 def omega1(M: int) -> float:
