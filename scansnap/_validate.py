@@ -19,9 +19,7 @@ def positive(name: str, value) -> float:
 
 
 def positive_int(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int,)) and not (
-        hasattr(value, "__index__")
-    ):
+    if isinstance(value, bool) or not hasattr(value, "__index__"):   # ints, numpy ints; not floats
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
     v = int(value)
     if v < minimum:

@@ -4,7 +4,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from scansnap import (SequenceClasses, YZModel, counts_from_tokens, make_classes, sample_counts,
+from scansnap import (YZModel, counts_from_tokens, make_classes, sample_counts,
                       sample_tokens, syn_medium, syn_small)
 from scansnap.theory import hoeffding_radius
 
