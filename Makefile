@@ -6,7 +6,9 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.scansnap-installed
 NOTEBOOKS := $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' 2>/dev/null)
 
-.PHONY: all install book test bench clean
+ASSETS := _assets/.installed
+
+.PHONY: all install assets book test bench clean
 all: book
 
 $(STAMP): requirements.txt requirements.lock pyproject.toml
@@ -19,12 +21,32 @@ $(STAMP): requirements.txt requirements.lock pyproject.toml
 
 install: $(STAMP)
 
-book: $(STAMP)
+# Offline copies of MathJax 3 and the widget manager, from the npm registry (web/package-lock.json),
+# so the built pages typeset math and render widgets from file:// with no network.
+# Not named _static: jupyter-book adds a <script> for every .js under _static to every page.
+$(ASSETS): web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+	rm -rf _assets && mkdir -p _assets/jupyter-widgets
+	cp -r web/node_modules/mathjax/es5 _assets/mathjax
+	cp web/node_modules/@jupyter-widgets/html-manager/dist/embed.js web/node_modules/@jupyter-widgets/html-manager/dist/embed.js.LICENSE.txt _assets/jupyter-widgets/
+	cd web/node_modules/@jupyter-widgets/html-manager/dist && cp *.woff *.woff2 *.ttf *.eot *.svg ../../../../../_assets/jupyter-widgets/
+	touch $@
+
+assets: $(ASSETS)
+
+# The browser test drives Debian's chromium (Playwright's own browser download does not work here).
+CHROMIUM ?= /usr/bin/chromium
+$(CHROMIUM):
+	apt-get install -y -q chromium >/dev/null || (apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null)
+
+book: $(STAMP) $(ASSETS)
 	$(BIN)/jupyter-book build . -n -W --keep-going
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
-test: $(STAMP)
-	$(BIN)/python -m pytest tests
+# tests/ includes the browser test (builds the book, reads every page in headless chromium) and
+# the fresh-environment test (every chapter from its own install cell).
+test: $(STAMP) $(ASSETS) $(CHROMIUM)
+	SCANSNAP_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests
 ifneq ($(strip $(NOTEBOOKS)),)
 	$(BIN)/python -m pytest --nbval --sanitize-with tests/sanitize.cfg -p no:cacheprovider $(NOTEBOOKS)
 endif
@@ -33,4 +55,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_fig6.py --write bench/RESULTS.md
 
 clean:
-	rm -rf _build
+	rm -rf _build _assets

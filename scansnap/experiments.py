@@ -12,6 +12,8 @@ from .train import lr_grid, train
 # Syn-Small and Syn-Medium training settings (MATH.md §7.1-7.2, the authors' command lines)
 COMMON = dict(steps=100, batch=128, T=128, optimizer="sgd", momentum=0.9)
 FIG4_SNAPSHOTS = (0, 5, 10, 20, 50, 100)
+# The learning-rate grid of the chapters' sliders (each point is precomputed for the static page).
+SLIDER_ETAS = (0.1, 0.3, 1.0, 3.0, 10.0)
 FIG6 = dict(num_last=(1, 3, 5, 10), eta_z=(0.5, 1, 2, 3), ratio=(1, 2, 5, 10), seeds=tuple(range(1, 11)))
 
 
@@ -141,6 +143,20 @@ def fig10(lrs=FIG10["lrs"], seeds=FIG10["seeds"], steps=FIG10["steps"], device="
         res = train_lm(tr, len(vocab), layers=1, lr=lr, steps=steps, seed=s, device=device)
         rows.append((lr, s, validation_attention_entropy(res.model, va), float(res.loss[-20:].mean())))
     return rows
+
+
+def book_results() -> dict:
+    """The committed results of ``reproduce all`` (package data, so a chapter opened alone in
+    Colab has them too): {figure name: {column: array}}. Regenerate them with
+    ``python -m scansnap reproduce all --out scansnap/results``."""
+    from importlib.resources import files
+
+    folder = files("scansnap") / "results"
+    out = {p.name[:-4]: load_csv(p) for p in sorted(folder.iterdir(), key=lambda p: p.name)
+           if p.name.endswith(".csv")}
+    if not out:
+        raise FileNotFoundError(f"no results in {folder}: run python -m scansnap reproduce all --out scansnap/results")
+    return out
 
 
 def load_csv(path) -> dict:
