@@ -48,7 +48,7 @@ book: $(STAMP) $(ASSETS)
 test: $(STAMP) $(ASSETS) $(CHROMIUM)
 	SCANSNAP_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests
 ifneq ($(strip $(NOTEBOOKS)),)
-	$(BIN)/python -m pytest --nbval --sanitize-with tests/sanitize.cfg -p no:cacheprovider $(NOTEBOOKS)
+	$(BIN)/python -m pytest --nbval --nbval-sanitize-with tests/sanitize.cfg -p no:cacheprovider $(NOTEBOOKS)
 endif
 
 bench: $(STAMP)

@@ -9,7 +9,8 @@ analysis leaves out, each switchable:
   (head, query token): z_{m,x_t} + s_m (t - T) / T (T5 / ALiBi style, Sec. 7);
   ``pos="sinusoidal"``: z_{m,x_t} + w_m . p(T - t), with p the sinusoidal features of the
   relative distance and w_m learned;
-- ``residual=True``: LN(LN(c) + x_T), Sec. 7's residual connection.
+- ``residual=True``: LN(LN(c) + x_T), Sec. 7's residual connection as the paper writes it
+  (``YZModel(residual=True)`` is the authors' code, LN(c + x_T)).
 
 Trained with autograd (``fit``): these are experiments, not the paper's batched sweeps.
 """
@@ -50,10 +51,15 @@ class ExtendedYZ(nn.Module):
 
     def attention(self, tokens: torch.Tensor) -> torch.Tensor:
         """b: (B, H, T-1), the query's attention over the contextual positions (Eq. 1 + bias)."""
+        if tokens.dim() != 2 or tokens.shape[1] < 2:
+            raise ValueError(f"tokens must be (batch, T) with T >= 2, got shape {tuple(tokens.shape)}")
+        if int(tokens.min()) < 0 or int(tokens.max()) >= self.M:
+            bad = tokens[(tokens < 0) | (tokens >= self.M)][0].item()
+            raise ValueError(f"token id {bad} out of range [0, {self.M})")
         ctx, q = tokens[:, :-1], tokens[:, -1]
         T1 = ctx.shape[1]
-        logits = self.Z[:, q][torch.arange(self.heads)[:, None, None], torch.arange(len(q))[None, :, None],
-                              ctx[None]]                                   # (H, B, T-1): z_{q, x_t}
+        H = self.heads
+        logits = self.Z[:, q].gather(2, ctx[None].expand(H, -1, -1))         # (H, B, T-1): z_{q, x_t}
         if self.pos == "linear":
             rel = (torch.arange(T1, dtype=logits.dtype) - T1) / T1             # (t - T)/T in [-1, 0)
             logits = logits + self.slope[:, q][..., None] * rel
@@ -64,9 +70,9 @@ class ExtendedYZ(nn.Module):
 
     def forward(self, tokens: torch.Tensor):
         """(logits (B, M), c (B, H, M)): c_h = X^T b_h, the attention mass per token of head h."""
-        b = self.attention(tokens)
-        onehot = F.one_hot(tokens[:, :-1], self.M).to(b.dtype)                 # (B, T-1, M)
-        c = torch.einsum("bht,btm->bhm", b, onehot)
+        b = self.attention(tokens)                                              # (B, H, T-1)
+        idx = tokens[:, None, :-1].expand(-1, self.heads, -1)
+        c = torch.zeros(*b.shape[:2], self.M, dtype=b.dtype).scatter_add(2, idx, b)  # X^T b per head
         f = F.normalize(c, dim=-1)
         if self.residual:
             f = F.normalize(f + F.one_hot(tokens[:, -1], self.M).to(f.dtype)[:, None], dim=-1)

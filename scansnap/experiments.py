@@ -116,6 +116,19 @@ def fig7(steps=FIG7["steps"], layers=(1, 3), device="auto", progress=False, sour
     return results, probe, vocab
 
 
+def fig7_maps(f7: dict, window: int = FIG7["window"]) -> dict:
+    """The CSV of ``reproduce fig7`` back as {layers: {iteration: (window, window) attention map}}."""
+    maps = {}
+    for L in np.unique(f7["layers"]).astype(int):
+        maps[int(L)] = {}
+        for s in np.unique(f7["iteration"][f7["layers"] == L]).astype(int):
+            sel = (f7["layers"] == L) & (f7["iteration"] == s)
+            A = np.zeros((window, window))
+            A[f7["query"][sel].astype(int), f7["key"][sel].astype(int)] = f7["attention"][sel]
+            maps[int(L)][int(s)] = A
+    return maps
+
+
 def validation_attention_entropy(model, valid_ids, bptt=35, batches=20, batch=10):
     """Fig. 10: mean attention entropy of the lowest layer on validation windows (dropout off)."""
     from .metrics import attention_entropy
