@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 
 FIGURES = ("fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10", "fig11", "fig12")
+EXTRAS = ("freeze",)   # beyond the paper's figures; not part of 'all'
+
 SYN_STEPS = 100   # Syn-Small / Syn-Medium runs (paper: niter=100)
 
 
@@ -123,11 +125,11 @@ def reproduce_fig12(out: Path, **kw):
     return _recall(out, name="fig12", by="eta_z", **{k: kw[k] for k in ("device", "steps", "seeds", "cache")})
 
 
-def reproduce_fig7(out: Path, device: str, steps, **_):
+def reproduce_fig7(out: Path, device: str, steps, data="shipped", **_):
     """Fig. 7: lowest-layer attention of 1- and 3-layer models on WikiText-2 (SGD, lr 5)."""
     from .experiments import FIG7, fig7
     from .plots import attention_maps
-    results, probe, vocab = fig7(steps=steps or FIG7["steps"], device=device, progress=True)
+    results, probe, vocab = fig7(steps=steps or FIG7["steps"], device=device, progress=True, source=data)
     rows, maps = [], {}
     for L, res in results.items():
         maps[f"{L}-layer, lowest layer"] = {}
@@ -140,11 +142,28 @@ def reproduce_fig7(out: Path, device: str, steps, **_):
     return ["fig7.csv", "fig7.png"]
 
 
-def reproduce_fig10(out: Path, device: str, steps, **_):
+def reproduce_freeze(out: Path, device: str, steps, data="shipped", **_):
+    """Beyond Fig. 7: one 1-layer run 4x longer, lowest-layer attention every 250 steps (does it freeze?)."""
+    from .experiments import FREEZE, lm_freezing
+    rows = lm_freezing(steps=steps or FREEZE["steps"], device=device, progress=True, source=data)
+    _write_csv(out / "freeze.csv", ["iteration", "entropy", "change", "loss"],
+               [(s, f"{e:.6g}", f"{c:.6g}", f"{l:.6g}") for s, e, c, l in rows])
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(7, 2.8), layout="constrained")
+    a1, a2 = fig.subplots(1, 2)
+    it = [r[0] for r in rows]
+    a1.plot(it, [r[1] for r in rows], "o-", ms=3); a1.set_xlabel("iteration"); a1.set_ylabel("mean row entropy")
+    a2.plot(it[1:], [r[2] for r in rows[1:]], "o-", ms=3); a2.set_xlabel("iteration")
+    a2.set_ylabel(f"attention change per {it[1] - it[0]} steps")
+    fig.savefig(out / "freeze.png", dpi=120)
+    return ["freeze.csv", "freeze.png"]
+
+
+def reproduce_fig10(out: Path, device: str, steps, data="shipped", **_):
     """Fig. 10: validation attention entropy vs SGD learning rate 1-5, 5 seeds (1-layer, WikiText-2)."""
     from .experiments import FIG10, fig10
     from .plots import entropy_vs_lr
-    rows = fig10(steps=steps or FIG10["steps"], device=device, progress=True)
+    rows = fig10(steps=steps or FIG10["steps"], device=device, progress=True, source=data)
     _write_csv(out / "fig10.csv", ["lr", "seed", "entropy", "final_loss"],
                [(f"{a:g}", b, f"{c:.6g}", f"{d:.6g}") for a, b, c, d in rows])
     entropy_vs_lr([r[0] for r in rows], [r[2] for r in rows]).savefig(out / "fig10.png", dpi=120)
@@ -185,7 +204,8 @@ def main(argv=None):
                                 description="Re-run the experiments of 'Scan and Snap' (Tian et al., NeurIPS 2023).")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("reproduce", help="re-run one figure of the paper and write its PNG and CSV")
-    r.add_argument("figure", choices=FIGURES + ("all",), help="which figure ('all': every one)")
+    r.add_argument("figure", choices=FIGURES + EXTRAS + ("all",),
+                   help="which figure ('all': every figure of the paper; 'freeze': the longer Fig. 7 run)")
     r.add_argument("--out", type=Path, required=True, help="output folder (created if missing)")
     r.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:N'")
     r.add_argument("--steps", type=int, default=None,
@@ -193,6 +213,10 @@ def main(argv=None):
                         "1500 for fig7; 300 for fig10)")
     r.add_argument("--seeds", type=_seeds, default=tuple(range(1, 11)),
                    help="seeds of the Syn-Medium sweep (figs 6, 11, 12), e.g. '1-10' (paper) or '1,2'")
+    r.add_argument("--data", default="shipped", choices=("shipped", "full", "wikitext-103", "auto"),
+                   help="text for figs 7, 10 and 'freeze': the shipped WikiText-2 valid+test split by "
+                        "article (offline, default), the full WikiText-2 or WikiText-103 (downloaded once), "
+                        "or 'auto' (full WikiText-2 when reachable, else shipped)")
     a = p.parse_args(argv)
     from ._validate import resolve_device, positive_int
     try:
@@ -205,7 +229,8 @@ def main(argv=None):
     cache: dict = {}
     for fig in (FIGURES if a.figure == "all" else (a.figure,)):
         t0 = time.perf_counter()
-        files = globals()[f"reproduce_{fig}"](a.out, device=device, steps=a.steps, seeds=a.seeds, cache=cache)
+        files = globals()[f"reproduce_{fig}"](a.out, device=device, steps=a.steps, seeds=a.seeds, cache=cache,
+                                              data=a.data)
         print(f"{fig}: wrote {', '.join(str(a.out / f) for f in files)} in {time.perf_counter() - t0:.1f} s on {device}",
               flush=True)
     return 0

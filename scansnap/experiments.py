@@ -7,6 +7,7 @@ from tqdm.auto import tqdm
 
 from .data import syn_medium, syn_small
 from .metrics import distinct_entropy, recall_threshold
+from ._validate import positive_int
 from .train import lr_grid, train
 
 # Syn-Small and Syn-Medium training settings (MATH.md §7.1-7.2, the authors' command lines)
@@ -114,6 +115,33 @@ def fig7(steps=FIG7["steps"], layers=(1, 3), device="auto", progress=False, sour
     results = {L: train_lm(tr, len(vocab), layers=L, lr=FIG7["lr"], steps=steps, probe=probe,
                            snapshot_steps=snaps, device=device, progress=progress) for L in layers}
     return results, probe, vocab
+
+
+FREEZE = dict(lr=5.0, steps=6000, every=250, layers=1)
+
+
+def lm_freezing(steps=FREEZE["steps"], every=FREEZE["every"], lr=FREEZE["lr"], layers=FREEZE["layers"],
+                device="auto", progress=False, source="shipped"):
+    """Does the real model's attention freeze while the learning rate stays constant (Sec. 8)?
+
+    One run of Fig. 7's setting (SGD at one rate), longer, with the lowest layer's attention on
+    the Fig. 7 window saved every ``every`` steps. Rows: (iteration, mean row entropy, sum of
+    |change| since the previous snapshot, mean training loss over those steps).
+    """
+    from .metrics import attention_entropy
+    from .train import train_lm
+    tr, va, vocab = wikitext_data(source)
+    every = min(positive_int("every", every), positive_int("steps", steps))
+    snaps = list(range(0, steps + 1, every))
+    res = train_lm(tr, len(vocab), layers=layers, lr=lr, steps=steps, probe=va[:FIG7["window"]],
+                   snapshot_steps=snaps, device=device, progress=progress)
+    rows, prev = [], None
+    for s in snaps:
+        a = res.snapshots[s][0][0].numpy()
+        rows.append((s, attention_entropy(a), float("nan") if prev is None else float(np.abs(a - prev).sum()),
+                     float("nan") if s == 0 else float(res.loss[s - every:s].mean())))
+        prev = a
+    return rows
 
 
 def fig7_maps(f7: dict, window: int = FIG7["window"]) -> dict:

@@ -27,7 +27,8 @@ SHA256 = {
     "test.txt": "d790b833ef8cf03a90db7bf1271b7520b83c45ce07ba3c1a9699df81e239eca0",
 }
 FULL_URL = "https://wikitext.smerity.com/wikitext-2-v1.zip"
-SOURCES = ("auto", "shipped", "full")
+URLS = {"full": FULL_URL, "wikitext-103": "https://wikitext.smerity.com/wikitext-103-v1.zip"}
+SOURCES = ("auto", "shipped", "full", "wikitext-103")
 _TITLE = re.compile(r"^ = [^=].* = $")
 
 
@@ -118,12 +119,19 @@ def cache_dir() -> Path:
     return Path(os.environ.get("SCANSNAP_CACHE", Path.home() / ".cache" / "scansnap"))
 
 
-def full_corpus(timeout: float = 10.0) -> Corpus:
-    """The whole WikiText-2 (train/valid/test), downloaded once into :func:`cache_dir`."""
-    zpath = cache_dir() / "wikitext-2-v1.zip"
+def full_corpus(timeout: float = 10.0, name: str = "full") -> Corpus:
+    """The whole WikiText-2 (``full``) or WikiText-103 (``wikitext-103``; its train split is 50x
+    larger, its articles for valid/test are WikiText-2's), downloaded once into :func:`cache_dir`."""
+    if name not in URLS:
+        raise ValueError(f"unknown WikiText download {name!r}: use one of {tuple(URLS)}")
+    url = URLS[name]
+    zpath = cache_dir() / url.rsplit("/", 1)[1]
     if not zpath.exists():
-        with urllib.request.urlopen(FULL_URL, timeout=timeout) as r:
-            blob = r.read()
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as r:
+                blob = r.read()
+        except OSError as e:
+            raise OSError(f"could not download {url} ({e}); the offline text is source='shipped'") from e
         zpath.parent.mkdir(parents=True, exist_ok=True)
         zpath.write_bytes(blob)
     with zipfile.ZipFile(zpath) as z:
@@ -131,19 +139,21 @@ def full_corpus(timeout: float = 10.0) -> Corpus:
             member = next(n for n in z.namelist() if n.endswith(name))
             return io.TextIOWrapper(z.open(member), encoding="utf-8").read()
         tr, va, te = (read(f"wiki.{s}.tokens") for s in ("train", "valid", "test"))
-    if hashlib.sha256(va.encode()).hexdigest() != SHA256["valid.txt"]:
+    # WikiText-2's validation text is what we ship; WikiText-103's has a larger vocabulary (fewer <unk>).
+    if name == "full" and hashlib.sha256(va.encode()).hexdigest() != SHA256["valid.txt"]:
         raise RuntimeError(f"{zpath}: its validation split does not match the shipped checksum")
-    return Corpus(tokenize(tr), tokenize(va), tokenize(te), "full")
+    return Corpus(tokenize(tr), tokenize(va), tokenize(te), name)
 
 
 def load(source: str = "auto", timeout: float = 10.0, **shipped_kw) -> Corpus:
-    """``shipped`` (offline), ``full`` (network, raises if unreachable) or ``auto`` (try, fall back)."""
+    """``shipped`` (offline), ``full`` / ``wikitext-103`` (network, raise if unreachable) or ``auto``
+    (try WikiText-2, fall back to the shipped text)."""
     if source not in SOURCES:
         raise ValueError(f"unknown WikiText source {source!r}: use one of {SOURCES}")
     if source == "shipped":
         return shipped_corpus(**shipped_kw)
-    if source == "full":
-        return full_corpus(timeout)
+    if source in URLS:
+        return full_corpus(timeout, source)
     try:
         return full_corpus(timeout)
     except (OSError, zipfile.BadZipFile, StopIteration, RuntimeError):

@@ -39,3 +39,19 @@ def test_vocab_and_batchify():
     assert ids.max() < len(v) and v.itos[ids[0]] == c.valid[0]
     b = wikitext.batchify(ids, 20)
     assert b.shape == (50, 20) and torch.equal(b[:, 0], ids[:50])
+
+
+def test_downloads_fail_clearly_offline(monkeypatch, tmp_path):
+    import urllib.request
+
+    def no_network(*a, **k):
+        raise urllib.error.URLError("no network")
+
+    monkeypatch.setenv("SCANSNAP_CACHE", str(tmp_path))
+    monkeypatch.setattr(urllib.request, "urlopen", no_network)
+    for source, name in (("full", "wikitext-2-v1.zip"), ("wikitext-103", "wikitext-103-v1.zip")):
+        with pytest.raises(OSError, match=f"could not download .*{name}.*source='shipped'"):
+            wikitext.load(source)
+    assert wikitext.load("auto").source == "shipped"
+    with pytest.raises(ValueError, match="unknown WikiText download"):
+        wikitext.full_corpus(name="wikitext-3")
