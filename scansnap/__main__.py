@@ -148,14 +148,8 @@ def reproduce_freeze(out: Path, device: str, steps, data="shipped", **_):
     rows = lm_freezing(steps=steps or FREEZE["steps"], device=device, progress=True, source=data)
     _write_csv(out / "freeze.csv", ["iteration", "entropy", "change", "loss"],
                [(s, f"{e:.6g}", f"{c:.6g}", f"{l:.6g}") for s, e, c, l in rows])
-    from matplotlib.figure import Figure
-    fig = Figure(figsize=(7, 2.8), layout="constrained")
-    a1, a2 = fig.subplots(1, 2)
-    it = [r[0] for r in rows]
-    a1.plot(it, [r[1] for r in rows], "o-", ms=3); a1.set_xlabel("iteration"); a1.set_ylabel("mean row entropy")
-    a2.plot(it[1:], [r[2] for r in rows[1:]], "o-", ms=3); a2.set_xlabel("iteration")
-    a2.set_ylabel(f"attention change per {it[1] - it[0]} steps")
-    fig.savefig(out / "freeze.png", dpi=120)
+    from .plots import freezing
+    freezing(*zip(*rows)).savefig(out / "freeze.png", dpi=120)
     return ["freeze.csv", "freeze.png"]
 
 

@@ -197,3 +197,17 @@ def entropy_vs_lr(lr, entropy) -> Figure:
     ax.set_xlabel("SGD learning rate")
     ax.set_ylabel("attention entropy (validation)")
     return fig
+
+
+def freezing(iteration, entropy, change, loss=None) -> Figure:
+    """The longer Fig. 7 run: row entropy of the lowest layer's attention and its change between
+    snapshots (NaN for the first), against the iteration; the learning rate is constant."""
+    it, ent, ch = (np.asarray(a, dtype=float) for a in (iteration, entropy, change))
+    fig = Figure(figsize=(7, 2.8), layout="constrained")
+    a1, a2 = fig.subplots(1, 2)
+    a1.plot(it, ent, "o-", ms=3)
+    a1.set_xlabel("iteration"); a1.set_ylabel("mean row entropy of the attention")
+    a2.plot(it[1:], ch[1:], "o-", ms=3)
+    a2.set_xlabel("iteration"); a2.set_ylabel(f"change per {it[1] - it[0]:g} steps")
+    a2.set_ylim(0, None)
+    return fig

@@ -58,3 +58,12 @@ def test_reproduce_all_quick(tmp_path):
     assert {x["layers"] for x in rows} == {"1", "3"} and {x["iteration"] for x in rows} == {"0", "1", "2", "3"}
     rows = list(csv.DictReader(open(tmp_path / "fig5.csv")))
     assert {x["eta"] for x in rows} == {"0.1", "0.5", "1"} and len(rows) == 3 * 20
+
+
+def test_reproduce_freeze_quick(tmp_path):
+    r = run("reproduce", "freeze", "--out", str(tmp_path), "--steps", "6", "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.DictReader(open(tmp_path / "freeze.csv")))
+    assert [int(x["iteration"]) for x in rows] == [0, 6]
+    assert float(rows[1]["change"]) > 0 and 0 < float(rows[1]["entropy"]) < float(rows[0]["entropy"]) + 1
+    assert (tmp_path / "freeze.png").stat().st_size > 5000
