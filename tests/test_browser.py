@@ -98,13 +98,19 @@ def _open(browser, page_name: str):
     ctx.route(re.compile(r"^(?!file:|data:|blob:).*"),
               lambda route: (problems.append(f"network request: {route.request.url}"), route.abort()))
 
+    def allowed(text):
+        return any(rx.search(text) for rx, _ in ALLOWED_CONSOLE)
+
     def on_console(msg):
-        if msg.type == "error" and not any(rx.search(msg.text) for rx, _ in ALLOWED_CONSOLE):
+        if msg.type == "error" and not allowed(msg.text):
             problems.append(f"console error: {msg.text}")
 
+    def on_pageerror(exc):
+        if not allowed(str(exc)):
+            problems.append(f"page error: {exc}")
+
     page.on("console", on_console)
-    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}")
-            if not any(rx.search(str(exc)) for rx, _ in ALLOWED_CONSOLE) else None)
+    page.on("pageerror", on_pageerror)
     page.goto((HTML / f"{page_name}.html").as_uri(), wait_until="load")
     # MathJax 3 typesets asynchronously: wait for it on the pages that load it (those with math).
     if page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')"):
