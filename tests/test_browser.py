@@ -40,8 +40,9 @@ ALLOWED_CONSOLE = [
     (re.compile(r"Got invalid theme mode: \. Resetting to auto"), "no saved theme mode in a fresh profile"),
 ]
 
-SLIDER_PAGES = ["book/01-model", "book/02-data", "book/03-decoder", "book/04-scan", "book/05-snap"]
-FIGURE_PAGES = SLIDER_PAGES + ["book/06-figures"]
+SLIDER_PAGES = ["book/01-model", "book/02-data", "book/03-decoder", "book/04-scan", "book/05-snap",
+                "book/06-figures", "book/07-beyond"]
+FIGURE_PAGES = SLIDER_PAGES
 
 
 def _pages() -> list[str]:
