@@ -9,10 +9,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .experiments import COMMON
+from .wikitext import SOURCES
+
 FIGURES = ("fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10", "fig11", "fig12")
 EXTRAS = ("freeze",)   # beyond the paper's figures; not part of 'all'
 
-SYN_STEPS = 100   # Syn-Small / Syn-Medium runs (paper: niter=100)
 
 
 def _seeds(text: str):
@@ -53,7 +55,7 @@ def reproduce_fig4(out: Path, device: str, steps: int, **_):
     """Fig. 4: Syn-Small, left eta_Y = eta_Z = 1 (fig4.*), right eta_Y = 10, eta_Z = 1 (fig4_right.*)."""
     from .experiments import FIG4_SNAPSHOTS, fig4
     from .plots import cn_over_training
-    steps = steps or SYN_STEPS
+    steps = steps or COMMON["steps"]
     files = []
     for name, ey in (("fig4", 1.0), ("fig4_right", 10.0)):
         classes, res = fig4(eta_y=ey, device=device, steps=steps,
@@ -71,7 +73,7 @@ def reproduce_fig5(out: Path, device: str, steps: int, **_):
     from .experiments import fig5
     from .plots import cn_final
     from .theory import attention_limit_all
-    steps = steps or SYN_STEPS
+    steps = steps or COMMON["steps"]
     classes, res = fig5(device=device, steps=steps)
     rows = []
     for r, eta in enumerate(res.eta_y):
@@ -86,7 +88,7 @@ def reproduce_fig5(out: Path, device: str, steps: int, **_):
 def _sweep(cache, device, steps, seeds):
     if "sweep" not in cache:
         from .experiments import syn_medium_sweep
-        cache["sweep"] = syn_medium_sweep(seeds=seeds, device=device, progress=True, steps=steps or SYN_STEPS)
+        cache["sweep"] = syn_medium_sweep(seeds=seeds, device=device, progress=True, steps=steps or COMMON["steps"])
     return cache["sweep"]
 
 
@@ -207,7 +209,7 @@ def main(argv=None):
                         "1500 for fig7; 300 for fig10)")
     r.add_argument("--seeds", type=_seeds, default=tuple(range(1, 11)),
                    help="seeds of the Syn-Medium sweep (figs 6, 11, 12), e.g. '1-10' (paper) or '1,2'")
-    r.add_argument("--data", default="shipped", choices=("shipped", "full", "wikitext-103", "auto"),
+    r.add_argument("--data", default="shipped", choices=SOURCES,
                    help="text for figs 7, 10 and 'freeze': the shipped WikiText-2 valid+test split by "
                         "article (offline, default), the full WikiText-2 or WikiText-103 (downloaded once), "
                         "or 'auto' (full WikiText-2 when reachable, else shipped)")

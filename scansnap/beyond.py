@@ -69,14 +69,15 @@ class ExtendedYZ(nn.Module):
         return logits.softmax(-1).permute(1, 0, 2)
 
     def forward(self, tokens: torch.Tensor):
-        """(logits (B, M), c (B, H, M)): c_h = X^T b_h, the attention mass per token of head h."""
+        """(logits (B, M), c (B, H, M), b (B, H, T-1)): c_h = X^T b_h, the attention mass per token
+        of head h, and b_h its attention over positions."""
         b = self.attention(tokens)                                              # (B, H, T-1)
         idx = tokens[:, None, :-1].expand(-1, self.heads, -1)
         c = torch.zeros(*b.shape[:2], self.M, dtype=b.dtype).scatter_add(2, idx, b)  # X^T b per head
         f = F.normalize(c, dim=-1)
         if self.residual:
             f = F.normalize(f + F.one_hot(tokens[:, -1], self.M).to(f.dtype)[:, None], dim=-1)
-        return f.reshape(len(tokens), -1) @ self.Y, c
+        return f.reshape(len(tokens), -1) @ self.Y, c, b
 
 
 @dataclass
@@ -110,8 +111,7 @@ def class_attention(model: ExtendedYZ, classes: SequenceClasses, *, T: int = 128
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         batch = sample(classes, per_class * classes.K, T, g, noise_prefix)
-        c = model(batch.tokens)[1]
-        b = model.attention(batch.tokens)
+        _, c, b = model(batch.tokens)
     pick = [batch.classes == n for n in range(classes.K)]
     return torch.stack([c[m].mean(0) for m in pick]), torch.stack([b[m].mean(0) for m in pick])
 
@@ -130,17 +130,16 @@ def fit(classes: SequenceClasses, *, heads: int = 1, pos=None, residual: bool = 
     positive_int("steps", steps, minimum=0)
     if optimizer not in ("sgd", "adam"):
         raise ValueError(f"unknown optimizer {optimizer!r}: use 'sgd' or 'adam'")
-    torch.manual_seed(seed)
     model = ExtendedYZ(classes.M, heads=heads, pos=pos, residual=residual, init_std=init_std, seed=seed)
     attn = [p for n, p in model.named_parameters() if n != "Y"]
     groups = [{"params": [model.Y], "lr": eta_y}, {"params": attn, "lr": eta_z}]
     opt = torch.optim.SGD(groups, momentum=0.9) if optimizer == "sgd" else torch.optim.Adam(groups)
     g = torch.Generator().manual_seed(seed + 1)
-    losses, snaps, pos = [], {}, {}
+    losses, snaps, positions = [], {}, {}
     for step in range(steps + 1):
         if step in snapshot_steps:
             c, b = class_attention(model, classes, T=T, noise_prefix=noise_prefix)
-            snaps[step], pos[step] = c.numpy(), b.numpy()
+            snaps[step], positions[step] = c.numpy(), b.numpy()
         if step == steps:
             break
         b = sample(classes, batch, T, g, noise_prefix)
@@ -149,4 +148,4 @@ def fit(classes: SequenceClasses, *, heads: int = 1, pos=None, residual: bool = 
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    return FitResult(model, np.array(losses), snaps, pos)
+    return FitResult(model, np.array(losses), snaps, positions)

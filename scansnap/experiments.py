@@ -117,7 +117,7 @@ def fig7(steps=FIG7["steps"], layers=(1, 3), device="auto", progress=False, sour
     return results, probe, vocab
 
 
-FREEZE = dict(lr=5.0, steps=6000, every=250, layers=1)
+FREEZE = dict(lr=FIG7["lr"], steps=6000, every=250, layers=1)
 
 
 def lm_freezing(steps=FREEZE["steps"], every=FREEZE["every"], lr=FREEZE["lr"], layers=FREEZE["layers"],

@@ -16,7 +16,7 @@ output during execution can stall nbclient until its timeout: jupyter/nbclient#3
 from __future__ import annotations
 
 import io
-import itertools
+import math
 import time
 
 MAX_FIGURES = 150  # a grid larger than this would bloat the page; raise early instead
@@ -37,12 +37,6 @@ def _png(fig, dpi: int) -> bytes:
     return out.getvalue()
 
 
-def grid_points(controls: dict) -> list[dict]:
-    """Every combination of the controls' options, in the order the stacks hold them."""
-    names = list(controls)
-    return [dict(zip(names, vals)) for vals in itertools.product(*(controls[n].options for n in names))]
-
-
 def slider_panel(draw, *, dpi: int = 72, progress: bool = True, **controls):
     """A panel of ``controls`` (``ipywidgets.SelectionSlider``, by keyword) above a figure.
 
@@ -59,9 +53,9 @@ def slider_panel(draw, *, dpi: int = 72, progress: bool = True, **controls):
                             f"(the static page can only show precomputed values), got {type(c).__name__}")
         if not all(isinstance(o, (int, float, str)) for o in c.options):
             raise TypeError(f"control {name!r}: options must be plain values, got {c.options!r}")
-    points = grid_points(controls)
-    if len(points) > MAX_FIGURES:
-        raise ValueError(f"the sliders' grid has {len(points)} points; at most {MAX_FIGURES} figures "
+    n_points = math.prod(len(c.options) for c in controls.values())
+    if n_points > MAX_FIGURES:
+        raise ValueError(f"the sliders' grid has {n_points} points; at most {MAX_FIGURES} figures "
                          "are precomputed for the static page: use fewer options")
 
     names = list(controls)
@@ -69,7 +63,7 @@ def slider_panel(draw, *, dpi: int = 72, progress: bool = True, **controls):
     bar = None
     if progress:
         from tqdm import tqdm  # text bar on stderr: no widget left behind in the saved page
-        bar = tqdm(total=len(points), desc="precomputing the slider figures", leave=False)
+        bar = tqdm(total=n_points, desc="precomputing the slider figures", leave=False)
 
     def build(level: int, prefix: tuple):
         if level == len(names):
@@ -87,7 +81,7 @@ def slider_panel(draw, *, dpi: int = 72, progress: bool = True, **controls):
     figure = build(0, ())
     if bar is not None:
         bar.close()
-    status = widgets.Label(f"{len(points)} figures computed in {time.perf_counter() - t:.0f} s; "
+    status = widgets.Label(f"{n_points} figures computed in {time.perf_counter() - t:.0f} s; "
                            "moving a slider in a live kernel re-computes the figure")
 
     def redraw(change=None):

@@ -20,7 +20,7 @@ def test_one_head_no_extras_is_the_yz_model():
     with torch.no_grad():
         ext.Y.copy_(Y); ext.Z[0].copy_(Z); ref.Y[0].copy_(Y); ref.Z[0].copy_(Z)
     toks = _tokens()
-    logits, c = ext(toks)
+    logits, c, _ = ext(toks)
     out = ref.forward_tokens(toks)
     torch.testing.assert_close(logits, out.logits[0], rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(c[:, 0], out.c[0], rtol=1e-12, atol=1e-12)

@@ -42,7 +42,7 @@ def _run(cmd, **kw):
     return proc
 
 
-def _execute(nb, env_dir: Path, env: dict):
+def _execute(nb, env: dict):
     from nbclient import NotebookClient
 
     old = dict(os.environ)
@@ -90,13 +90,12 @@ def fresh(tmp_path_factory):
     probe = subprocess.run([str(py), "-c", "import scansnap"], capture_output=True, cwd=ROOT / "book")
     assert probe.returncode != 0, "scansnap must not be importable before the install cell runs"
     nb = nbformat.v4.new_notebook(cells=[_install_cell(_chapters()[0])])
-    _execute(nb, venv, env)
+    _execute(nb, env)
     listed = _run([str(py), "-m", "pip", "list", "--format=freeze"]).stdout
     assert re.search(r"^scansnap==", listed, re.M), "the install cell did not install scansnap"
-    return venv, env
+    return env
 
 
 @pytest.mark.parametrize("chapter", _chapters())
 def test_chapter_runs_in_the_fresh_environment(fresh, chapter):
-    venv, env = fresh
-    _execute(nbformat.read(ROOT / f"{chapter}.ipynb", as_version=4), venv, env)
+    _execute(nbformat.read(ROOT / f"{chapter}.ipynb", as_version=4), fresh)
