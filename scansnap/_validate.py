@@ -1,4 +1,4 @@
-"""Early, named checks on user input (DEVELOPERS.md: bad input gets a clear error)."""
+"""Early, named checks on user input: bad input gets a clear error naming the value, never a NaN later."""
 from __future__ import annotations
 
 import math

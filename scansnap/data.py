@@ -1,4 +1,4 @@
-"""Sequence classes and their sampling (paper Sec. 3.2; MATH.md §3).
+"""Sequence classes and their sampling (paper Sec. 3.2).
 
 A *sequence class* s_n = (P(l|n), psi(n), n): the contextual tokens x_1..x_{T-1} are drawn
 i.i.d. from P(.|n), the query token is x_T = psi(n) and the next token (the label) is
@@ -136,7 +136,7 @@ def _token_ids(what: str, ids, K: int, M: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------
-# Presets (the authors' Dataset2 generator, MATH.md §7.1-7.2)
+# Presets (the authors' Dataset2 generator behind the paper's Sec. 8 and App. G)
 # ---------------------------------------------------------------------------------------
 
 def make_classes(num_last: int, num_next_per_last: int = 1, *, num_common: int = 10,

@@ -10,7 +10,7 @@ from .metrics import distinct_entropy, recall_threshold
 from ._validate import positive_int
 from .train import lr_grid, train
 
-# Syn-Small and Syn-Medium training settings (MATH.md §7.1-7.2, the authors' command lines)
+# Syn-Small and Syn-Medium training settings (paper Sec. 8 and App. G; the authors' command lines)
 COMMON = dict(steps=100, batch=128, T=128, optimizer="sgd", momentum=0.9)
 FIG4_SNAPSHOTS = (0, 5, 10, 20, 50, 100)
 # The learning-rate grid of the chapters' sliders (each point is precomputed for the static page).

@@ -1,4 +1,4 @@
-"""The models (paper Sec. 3.1 and Sec. 8; MATH.md §2).
+"""The models (paper Sec. 3.1, Eq. 1-4, and Sec. 8).
 
 ``YZModel`` is the reparameterised one-layer transformer of Eq. 1-2 with Y = U W_V^T U^T
 (decoder) and Z = U W_Q W_K^T U^T / sqrt(d) (attention logits), batched over R

@@ -1,6 +1,7 @@
 """Closed forms and ODEs of the paper, for the chapters and tests to check against.
 
-Every function cites its equation in MATH.md (the reconstruction of the paper's math).
+Every function cites its equation by the paper's number (arXiv 2305.16380v4); where the
+printed equation is wrong, the book's errata page (book/errata) proves the correction.
 Learning rates follow the paper: the objective J is maximised, so a rate eta moves a
 parameter by +eta dJ/dtheta.
 """
@@ -206,7 +207,7 @@ def B_n(t, M: int, K: int, eta_y: float, eta_z: float, C0: float, printed: bool 
 
     Exact: (1/4) ln(1 + 4 Gamma/C0), so B_n(0) = 0. ``printed=True`` gives the paper's
     printed form (1/4) ln(C0 + 4 Gamma), which differs by the constant (1/4) ln C0
-    (MATH.md Caveat 5.6).
+    (the book's erratum 3).
     """
     C0 = positive("C0", C0)
     G = Gamma(t, M, K, eta_y, eta_z)
@@ -326,7 +327,7 @@ def q_constants(M: int):
 
 
 def E_matrices(F):
-    """E = F^T F - I and E' = I - (I+E)^{-1} (the sign Lemma 14 needs; MATH.md §4.3)."""
+    """E = F^T F - I and E' = I - (I+E)^{-1} (the sign Lemma 14 needs; erratum 1)."""
     F = np.asarray(F, float)
     K = F.shape[1]
     E = F.T @ F - np.eye(K)
@@ -373,7 +374,7 @@ def theorem1_coefficients(F, n: int, M: int, printed: bool = False):
     """iota_n and beta_{nn'} of Eq. 86-89 with Theta = sigma = 0 (returns iota, beta over n').
 
     The derived beta is q1 E'_{nn'} - q0 (1 - sum_{k != n} E'_{kn'}). ``printed=True`` gives
-    the paper's printed signs, q1 E'_{nn'} + q0 (1 + sum_{k != n} E'_{kn'}) (MATH.md §4.16).
+    the paper's printed signs, q1 E'_{nn'} + q0 (1 + sum_{k != n} E'_{kn'}) (erratum 2).
     """
     _, Ep = E_matrices(F)
     K = Ep.shape[0]
@@ -402,7 +403,7 @@ def lemma4_zdot(F, members, M: int, gamma_value: float = 1.0):
     """Eq. 10: z_m' = gamma sum_{n in members} diag(f_n) sum_{n' != n} beta_{nn'} (f_n f_n^T - I) f_n'.
 
     ``members`` = psi^{-1}(m), as column indices of F; the rate eta_Z (and the 1/K of the
-    class probabilities, MATH.md §8 item 11) are left out.
+    class probabilities, erratum 10) are left out.
     """
     F = np.asarray(F, float)
     out = np.zeros(F.shape[0])

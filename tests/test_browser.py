@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM = os.environ.get("SCANSNAP_CHROMIUM", "/usr/bin/chromium")
-# Flags measured on these machines (../shared/STACK.md): without the background-networking
+# Flags measured on these machines (Debian chromium, headless): without the background-networking
 # ones Chromium keeps trying (and failing) to reach Google's hosts.
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]

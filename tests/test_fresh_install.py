@@ -56,15 +56,21 @@ def _execute(nb, env: dict):
 
 
 def test_every_chapter_has_the_same_install_cell():
-    """The first code cell of every chapter: one text, naming the URL that _config.yml names."""
+    """The first code cell of every chapter: one text, installing this version of the package
+    from the URL that _config.yml names, pinned to the version's tag (an immutable reference:
+    a reader of version X never gets whatever the branch holds today)."""
+    import scansnap
+
     url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
+    version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+    assert scansnap.__version__ == version, (scansnap.__version__, version)
     cells = {ch: _install_cell(ch) for ch in _chapters()}
     first = next(iter(cells.values())).source
     for ch, cell in cells.items():
         assert cell.source == first, f"{ch}: install cell differs from the others"
-        assert "hide-input" in cell.metadata.get("tags", []), ch
-    assert "SCANSNAP_SOURCE" in first and f"git+{url}" in first
-    assert "%matplotlib inline" in first  # figures as PNG, not as their text repr
+        assert "remove-cell" in cell.metadata.get("tags", []), ch   # the page shows no empty toggle
+    assert "SCANSNAP_SOURCE" in first and f"git+{url}@v{version}\"" in first
+    assert "scansnap.book.setup()" in first  # figures as PNG (not their text repr), 2 threads
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ def test_eq3_matches_autograd(rng, normalize, trial):
                               normalize=normalize)
     np.testing.assert_allclose(dY, -m.Y.grad[0].numpy(), atol=TOL, rtol=0)
     np.testing.assert_allclose(dZ, -m.Z.grad[0].numpy(), atol=TOL, rtol=0)
-    # rows of the updates sum to zero (MATH.md §2.5, row-sum invariant)
+    # rows of the updates sum to zero (Eq. 3: both updates have zero row sums)
     np.testing.assert_allclose(dY.sum(axis=1), 0, atol=TOL)
     np.testing.assert_allclose(dZ.sum(axis=1), 0, atol=TOL)
     # only row x_T of Z moves (Eq. 4)

@@ -1,4 +1,4 @@
-"""Closed forms and ODEs of theory.py against numerics (MATH.md §9, redone here)."""
+"""Closed forms and ODEs of theory.py against numerics."""
 import numpy as np
 import pytest
 import torch
