@@ -479,13 +479,13 @@ def population_sgd(classes: SequenceClasses, eta_y, eta_z, steps: int, momentum:
         c /= c.sum(-1, keepdims=True)                               # c_n, (R, K, M)
         nv = np.linalg.norm(c, axis=-1, keepdims=True)
         f = c / nv                                                  # f_n = LN(c_n)
-        lg = np.einsum("rkm,rmj->rkj", f, Y)                        # logits Y^T f_n
+        lg = f @ Y                                                  # logits Y^T f_n
         lg -= lg.max(-1, keepdims=True)
         logalpha = lg - np.log(np.exp(lg).sum(-1, keepdims=True))
         loss[:, s] = -np.mean(logalpha[:, np.arange(K), nxt], axis=-1)
         delta = onehot[None] - np.exp(logalpha)                     # e_n - alpha_n
-        gY = np.einsum("rkm,rkj->rmj", f, delta) / K                # E_n[f_n delta_n^T]
-        g = np.einsum("rmj,rkj->rkm", Y, delta)                     # Y delta_n
+        gY = f.transpose(0, 2, 1) @ delta / K                       # E_n[f_n delta_n^T]
+        g = delta @ Y.transpose(0, 2, 1)                            # Y delta_n
         g = (g - f * np.sum(f * g, -1, keepdims=True)) / nv         # P_perp / ||c_n|| (Eq. 17)
         gz = c * (g - np.sum(c * g, -1, keepdims=True)) / K         # (diag(c) - c c^T) g (Eq. 6)
         gZ = np.zeros_like(Z)
