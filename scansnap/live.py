@@ -99,6 +99,9 @@ RANGES = {
     "batch": (1, 1024), "seed": (0, 99), "num_last": (1, 10), "num_distinct": (2, 40),
     "momentum": (0.0, 0.99),
 }
+# The most work one slider move may ask for (multiply-adds, as yzlive.js's workOf counts them;
+# the engine refuses more): about 2e9, some seconds in a browser on a 2-core laptop.
+MAX_WORK = 2e9
 LOG_CONTROLS = ("eta_y", "eta_z")
 INT_CONTROLS = ("steps", "T", "batch", "seed", "num_last", "num_distinct")
 LABELS = {"eta_y": "η_Y", "eta_z": "η_Z", "steps": "steps", "T": "T", "batch": "batch size",
@@ -166,6 +169,17 @@ def _png_bytes(static) -> bytes:
     if not data.startswith(b"\x89PNG\r\n\x1a\n"):
         raise ValueError("static is not a PNG image (its first bytes are not the PNG signature)")
     return data
+
+
+def work(steps, batch, T, K, M, S, reference=True) -> float:
+    """A run's cost in multiply-adds: yzlive.js's ``workOf`` (T-1 draws and ~4 S M per sequence,
+    6 M^2 for the optimiser per step; the T -> infinity reference adds K pseudo-sequences)."""
+    per_seq = 4 * S * M
+    limit = T == "inf"
+    step = (K * per_seq if limit else batch * (T - 1 + per_seq)) + 6 * M * M
+    if reference and not limit:
+        step += K * per_seq + 6 * M * M
+    return float(steps * step)
 
 
 def _check_range(name, lo, hi):
@@ -311,6 +325,20 @@ def panel(views=("cn", "loss"), *, controls=("eta_y", "eta_z"), data: str = "syn
     if cls >= K:
         raise ValueError(f"cls={cls} out of range: the data has {K} classes")
     cn = sorted({positive_int("cn_steps entry", s, minimum=0) for s in cn_steps})
+    # the largest run the sliders can reach must stay within MAX_WORK: say which to narrow
+    corner = {k: (rng[k][1] if k in controls else values[k]) for k in
+              ("steps", "batch", "T", "num_last", "num_distinct")}
+    for tv in ([corner["T"]] + (["inf"] if "T" in controls else [])):
+        nl, nd = corner["num_last"], corner["num_distinct"]
+        Kc = nl * preset["num_next_per_last"]
+        Mc = 10 + nd * Kc + nl + Kc
+        w = work(corner["steps"], corner["batch"], tv, Kc, Mc, 10 + nd, reference)
+        if w > MAX_WORK:
+            sized = [k for k in ("steps", "batch", "T", "num_last", "num_distinct") if k in controls]
+            raise ValueError(
+                f"the largest run these sliders reach ({', '.join(f'{k}={corner[k]}' for k in corner)}) "
+                f"is {w:.2g} operations, over a live panel's {MAX_WORK:.0e}: narrow "
+                + (f"ranges= of {sized}" if sized else "steps, batch or T"))
     if not isinstance(reference, bool):
         raise ValueError(f"reference must be True or False, got {reference!r}")
     png = _png_bytes(static)

@@ -491,7 +491,19 @@
   // A training run, advanced in slices (a Worker posts each slice; the page draws it)
   // ------------------------------------------------------------------------------------
 
-  var MAX = { steps: 20000, batch: 4096, T: 100000 };
+  var MAX = { steps: 20000, batch: 4096, T: 100000, work: 2e9 };
+
+  /**
+   * A run's cost in multiply-adds, roughly: per step, per sequence T-1 draws and about 4 S M
+   * for the forward and backward passes (S = the largest support), plus the optimiser's 6 M^2;
+   * the T -> infinity reference adds K pseudo-sequences. scansnap.live uses the same formula.
+   */
+  function workOf(steps, batch, T, K, M, S, reference) {
+    var perSeq = 4 * S * M, limit = T === null || T === Infinity || T === "inf";
+    var step = (limit ? K * perSeq : batch * (T - 1 + perSeq)) + 6 * M * M;
+    if (reference && !limit) step += K * perSeq + 6 * M * M;
+    return steps * step;
+  }
 
   function normJob(job) {
     var j = {};
@@ -519,6 +531,13 @@
     job = normJob(job);
     var cl = job.classes || classesFromSpec(job.data);
     checkInt("class", job.cls, 0, cl.K - 1);
+    var maxS = 0;
+    for (var n = 0; n < cl.K; n++) maxS = Math.max(maxS, cl.support[n].length);
+    var work = workOf(job.steps, job.batch, job.limit ? null : job.T, cl.K, cl.M, maxS, job.reference);
+    if (work > MAX.work) {
+      fail("this setting is too large to train live (about " + (work / 1e9).toFixed(1) + "e9 operations, limit " +
+           (MAX.work / 1e9).toFixed(1) + "e9): use fewer steps, a smaller batch or a shorter T");
+    }
     this.job = job;
     this.classes = cl;
     var M = cl.M, S0 = cl.order[job.cls].length, steps = job.steps;
@@ -680,7 +699,7 @@
     limitBatch: limitBatch, initYZ: initYZ, lossGrad: lossGrad, expectedGradients: expectedGradients,
     Optimizer: Optimizer, attentionLimit: attentionLimit, distinctEntropy: distinctEntropy,
     entropyOfShare: entropyOfShare, hClosed: hClosed, gamma: gamma, omega1: omega1,
-    transitionTime: transitionTime, Run: Run, MAX: MAX, trainOnBatches: trainOnBatches,
+    transitionTime: transitionTime, Run: Run, MAX: MAX, workOf: workOf, trainOnBatches: trainOnBatches,
     populationSteps: populationSteps, workerSource: workerSource,
   };
 });
