@@ -33,6 +33,16 @@ NODE = shutil.which("node") or "/usr/bin/node"
 TOL = 1e-9
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """The torch side of these tests is small: one thread (two spin against each other when
+    the machine is shared, up to ten times slower)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def node(request: dict, tmp_path, engine: Path | None = None) -> dict:
     if not Path(NODE).exists():
         pytest.fail("Node.js is needed to test the live panels' engine (Debian: apt-get install nodejs)")
@@ -181,10 +191,13 @@ def test_population_steps_is_the_trainer_at_the_limit():
     """theory.population_steps (the reference above) against train() with long sequences, big batches."""
     c = syn_small()
     loss_pop, _, Z_pop = th.population_steps(c, 0.5, 0.5, 20, "sgd", 0.9)
-    res = train(c, eta_y=0.5, eta_z=0.5, seeds=0, steps=20, batch=2048, T=4096, dtype=torch.float64, device="cpu")
-    assert np.abs(res.loss[0] - loss_pop).max() < 0.02
+    res = train(c, eta_y=0.5, eta_z=0.5, seeds=[0, 1], steps=20, batch=512, T=1024, dtype=torch.float64,
+                device="cpu")
     m = c.query[0]
-    assert np.abs(res.Z[0].numpy()[m] - Z_pop[m]).max() < 0.05 * np.abs(Z_pop[m]).max()
+    assert loss_pop[-1] < 0.5 * loss_pop[0]
+    for r in range(2):
+        assert np.abs(res.loss[r] - loss_pop).max() < 0.05 * loss_pop[0]
+        assert np.abs(res.Z[r].numpy()[m] - Z_pop[m]).max() < 0.15 * np.abs(Z_pop[m]).max()
 
 
 def test_entropy_and_cn_match_metrics(tmp_path):
@@ -197,13 +210,27 @@ def test_entropy_and_cn_match_metrics(tmp_path):
 
 
 def test_theory_matches_the_package(tmp_path):
-    ts = [0, 1, 2, 3, 7.5, 10, 33, 100, 1e3, 1e5, 1e8]
-    for M, K, eta in ((34, 2, 10.0), (240, 20, 1.0), (1000, 10, 0.5), (3, 1, 100.0)):
-        out = node(dict(mode="theory", M=M, K=K, etaY=eta, ts=ts), tmp_path)
-        np.testing.assert_allclose(out["h"], th.h_closed(np.array(ts), M, eta), rtol=1e-12, atol=1e-15)
-        np.testing.assert_allclose(out["gamma"], th.gamma(np.array(ts), M, K, eta), rtol=1e-10, atol=1e-15)
-        np.testing.assert_allclose(out["gammaCont"], th.gamma(np.array(ts), M, K, eta, discrete=False),
-                                   rtol=1e-10, atol=1e-15)
+    """h (Eq. 45), gamma (Eq. 85), omega_1 (Eq. 51), t_0. The engine solves Eq. 45 by Newton to
+    full precision (checked against 50-digit mpmath); the package's Wright-omega form loses digits
+    to cancellation at large t (2e-9 relative at t = 1e5, 3e-8 at 1e8), so it is compared tightly
+    up to t = 100 and loosely beyond."""
+    import mpmath as mp
+
+    mp.mp.dps = 50
+    ts = np.array([0, 1, 2, 3, 7.5, 10, 33, 100, 1e3, 1e5, 1e8])
+    small = ts <= 100
+    for M, K, eta in ((34, 2, 10.0), (240, 20, 1.0), (1000, 10, 0.5), (4, 1, 100.0)):
+        out = node(dict(mode="theory", M=M, K=K, etaY=eta, ts=ts.tolist()), tmp_path)
+        h_js = np.array(out["h"])
+        exact = [float(mp.findroot(lambda u: mp.e ** u + (M - 1) * u - (mp.mpf(M) * eta * t + 1),
+                                   mp.log(M * eta * t + 1))) / M for t in ts]
+        np.testing.assert_allclose(h_js, exact, rtol=1e-14, atol=1e-300)
+        np.testing.assert_allclose(h_js[small], th.h_closed(ts[small], M, eta), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(h_js, th.h_closed(ts, M, eta), rtol=1e-7, atol=1e-15)
+        for key, discrete in (("gamma", True), ("gammaCont", False)):
+            g_py = th.gamma(ts, M, K, eta, discrete=discrete)
+            np.testing.assert_allclose(np.array(out[key])[small], g_py[small], rtol=1e-10, atol=1e-15)
+            np.testing.assert_allclose(out[key], g_py, rtol=1e-6, atol=1e-15)
         assert abs(out["omega1"] - th.omega1(M)) < 1e-9
         assert abs(out["t0"] - th.transition_time(M, K, eta)) < 1e-9 * th.transition_time(M, K, eta)
 
@@ -277,7 +304,8 @@ def test_engine_rejects_bad_jobs(tmp_path):
 
 
 def test_diverged_run_says_so(tmp_path):
-    job = dict(data=spec_of(2, 1), etaY=1e6, etaZ=1e6, steps=50, batch=16, T=16, optimizer="sgd", momentum=0.9)
+    # LN and max-shifted softmaxes keep even huge rates finite: only an overflow diverges
+    job = dict(data=spec_of(2, 1), etaY=1e300, etaZ=1e300, steps=50, batch=16, T=16, optimizer="sgd", momentum=0.9)
     (r,) = node(dict(mode="run", job=job, seeds=[0]), tmp_path)
     assert r["diverged"] is not None and r["diverged"] < 50
 

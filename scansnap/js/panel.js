@@ -415,7 +415,7 @@
 
   function t0Of(p) {
     var c = p.classes;
-    return c.M >= 3 ? YZ.transitionTime(c.M, c.K, effRate(p)) : NaN;
+    try { return YZ.transitionTime(c.M, c.K, effRate(p)); } catch (e) { return NaN; }   // M < 4: no t_0
   }
 
   function row(p, s) { return p.rec.rows.subarray(s * p.S0, (s + 1) * p.S0); }
@@ -522,7 +522,7 @@
         for (s = 0; s < N; s++) ys[s] = p.rec.rows[s * S0 + k];
         ax.line(xs, ys, { color: col((k - nc) / Math.max(1, S0 - nc - 1)), width: 1.4 });
       }
-      var t0 = t0Of(p), sgd = p.values.optimizer === "sgd";
+      var t0 = t0Of(p), sgd = p.values.optimizer === "sgd" && isFinite(t0);
       if (sgd) ax.vline(t0, th.fg, "t_0");
       var lg = [];
       if (nc) lg.push({ label: "common tokens (" + nc + ")", color: th.band, band: true });
@@ -568,8 +568,8 @@
         title: "Snap: change of c_n per doubling of t" }, th);
       ax.frame();
       ax.line(sr.xs, sr.ys, { color: th.c0, marker: 3 });
-      if (p.values.optimizer === "sgd") {
-        var t0 = t0Of(p);
+      var t0 = t0Of(p);
+      if (p.values.optimizer === "sgd" && isFinite(t0)) {
         if (!ax.vline(t0, th.fg, "t_0")) ax.text("t_0 = " + fmt(t0, 3) + (t0 > steps ? " \u2192" : ""), ax.r.x + ax.r.w - 4, ax.r.y + ax.fs, "right", th.fg);
         ax.text(rateNote(p), ax.r.x + 6, ax.r.y + ax.r.h - ax.fs * 0.8, "left", th.muted, ax.fs - 1);
       }

@@ -113,12 +113,23 @@
   };
 
   // torch's uniform_(from, to) on a float64 tensor: random64() = (u32 << 32) | u32, its low
-  // 53 bits / 2^53, times (to - from), plus from (ATen uniform_real_distribution<double>)
+  // 53 bits / 2^53, times (to - from), plus from (ATen uniform_real_distribution<double>),
+  // which the compiler fuses into one fma: one rounding, emulated here
   MT19937.prototype.torchUniform64 = function (from, to) {
     var hi = this.u32(), lo = this.u32();
     var x = ((hi & 0x1fffff) * 4294967296 + lo) / 9007199254740992;
-    return x * (to - from) + from;
+    return fma(x, to - from, from);
   };
+
+  // a*b + c with one rounding (Dekker's exact product, Knuth's two-sum; wrong only when the
+  // exact result lies within 2^-105 relative of a rounding midpoint)
+  function split(a) { var c = 134217729 * a, h = c - (c - a); return [h, a - h]; }
+  function fma(a, b, c) {
+    var p = a * b, A = split(a), B = split(b);
+    var e = ((A[0] * B[0] - p) + A[0] * B[1] + A[1] * B[0]) + A[1] * B[1];
+    var s = p + c, bb = s - p, t = (p - (s - bb)) + (c - bb);
+    return s + (t + e);
+  }
 
   // ------------------------------------------------------------------------------------
   // Sequence classes (paper Sec. 3.2; the authors' generator, scansnap.data.make_classes)
@@ -471,10 +482,11 @@
 
   /** Lemma 8, Eq. 51: omega_1 with w ln M = ln((1+w)(M-1) ln M / M), by bisection. */
   function omega1(M) {
-    if (!(M >= 3)) fail("omega_1 needs M >= 3, got " + M);
     var L = Math.log(M);
     var gfun = function (w) { return w * L - Math.log((1 + w) * (M - 1) * L / M); };
     var lo = 1e-12, hi = 10, glo = gfun(lo);
+    // a root needs (M-1) ln M / M > 1, i.e. M >= 4
+    if ((glo > 0) === (gfun(hi) > 0)) fail("omega_1 (Lemma 8) has no root for M = " + M + ": needs M >= 4");
     for (var it = 0; it < 200 && hi - lo > 1e-15 * hi; it++) {
       var mid = 0.5 * (lo + hi), gm = gfun(mid);
       if ((gm > 0) === (glo > 0)) { lo = mid; glo = gm; } else hi = mid;
