@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -385,3 +386,16 @@ def test_inlined_engine_is_the_tested_engine(tmp_path):
                     record=[4]), tmp_path, engine=compact)
     np.testing.assert_allclose(out["loss"], loss_py, rtol=0, atol=TOL)
     assert np.abs(np.array(out["rec"]["4"]["Z"]).reshape(classes.M, -1) - rec_py[4]["Z"]).max() < TOL
+
+
+def test_docstring_examples_run():
+    """Every live.panel(...) example of the module docstring is a valid call (one per view)."""
+    import textwrap
+
+    doc = live.__doc__
+    calls = re.findall(r"^( *live\.panel\(.*?\))\n\n", doc, flags=re.S | re.M)
+    shown = set()
+    for call in calls:
+        p = eval(textwrap.dedent(call).replace("static=fig", "static=None"), {"live": live})
+        shown.update(json.loads(p.config)["views"])
+    assert shown == set(live.VIEWS), shown

@@ -63,7 +63,7 @@
   function makeControl(panel, name) {
     var spec = CONTROLS[name], range = panel.cfg.ranges[name], value = panel.values[name];
     var label = document.createElement("label");
-    label.className = "yz-ctl yz-ctl-" + name;
+    label.className = "yz-ctl yz-ctl-" + name + (spec.kind === "select" ? " yz-ctl-sel" : "");
     var lab = document.createElement("span");
     lab.className = "yz-lab";
     lab.innerHTML = spec.label;
@@ -269,9 +269,15 @@
         richText(c, tickLabel(v, self.xlog, self.xt.step), self.X(v), r.y + r.h + fs * 0.5 + 4, fs, "center", th.muted);
       });
     }
-    if (o.xlabel) richText(c, o.xlabel, r.x + r.w / 2, r.y + r.h + fs * 1.6 + 6, fs, "center", th.fg);
-    if (o.ylabel) richText(c, o.ylabel, this.box.x + fs * 0.6, r.y + r.h / 2, fs, "center", th.fg, true);
-    if (o.title) richText(c, o.title, this.box.x + this.box.w / 2, this.box.y + fs * 0.5 + 2, fs, "center", th.fg);
+    // a label may be a list of ever shorter variants: the first that fits is drawn
+    var fit = function (s, w) {
+      var alts = [].concat(s);
+      for (var i = 0; i < alts.length; i++) if (richWidth(c, alts[i], fs) <= w) return alts[i];
+      return alts[alts.length - 1];
+    };
+    if (o.xlabel) richText(c, fit(o.xlabel, this.box.w - 8), r.x + r.w / 2, r.y + r.h + fs * 1.6 + 6, fs, "center", th.fg);
+    if (o.ylabel) richText(c, fit(o.ylabel, r.h + 20), this.box.x + fs * 0.6, r.y + r.h / 2, fs, "center", th.fg, true);
+    if (o.title) richText(c, fit(o.title, this.box.w - 8), this.box.x + this.box.w / 2, this.box.y + fs * 0.5 + 2, fs, "center", th.fg);
     c.restore();
   };
 
@@ -288,6 +294,7 @@
     this.clip();
     c.strokeStyle = st.color; c.lineWidth = st.width || 1.6; c.globalAlpha = st.alpha || 1;
     c.setLineDash(st.dash || []);
+    if (st.dots) xs = [];         // markers only
     c.beginPath();
     for (i = 0; i < xs.length; i++) {
       var ok = isFinite(ys[i]) && (!this.ylog || ys[i] > 0) && (!this.xlog || xs[i] > 0);
@@ -297,6 +304,7 @@
     }
     c.stroke();
     c.setLineDash([]);
+    if (st.dots) xs = st.dots;
     if (st.marker) {
       c.fillStyle = st.color;
       for (i = 0; i < xs.length; i++) {
@@ -354,20 +362,38 @@
     richText(this.ctx, s, x, y, size || this.fs, align || "left", color || this.th.fg);
   };
 
-  /** entries: {label, color, dash, band, gradient: [c0, c1]} in the corner `where` (ne | nw | se | sw). */
-  Axes.prototype.legend = function (entries, where) {
-    var c = this.ctx, fs = this.fs - 1, th = this.th, pad = 5, sw = 22, lh = fs + 5;
+  /** entries: {label, color, dash, band, dot, gradient: t -> colour} in the corner `where` (ne | nw | se | sw). */
+  Axes.prototype.legend = function (entries, where, series) {
+    var c = this.ctx, fs = this.fs - 1, th = this.th, pad = 5, sw = 22, lh = fs + 5, self = this;
     var w = 0;
     entries.forEach(function (e) { w = Math.max(w, richWidth(c, e.label, fs)); });
     w += sw + 3 * pad; var h = entries.length * lh + pad;
-    var r = this.r, x = where && where[1] === "w" ? r.x + 6 : r.x + r.w - w - 6;
-    var y = where && where[0] === "s" ? r.y + r.h - h - 6 : r.y + 6;
+    var r = this.r;
+    var at = function (wh) {
+      return [wh[1] === "w" ? r.x + 6 : r.x + r.w - w - 6, wh[0] === "s" ? r.y + r.h - h - 6 : r.y + 6];
+    };
+    if (series) {   // the corner that hides the fewest points of `series` ([[xs, ys], ...]); `where` first on ties
+      var best = null, bestN = Infinity;
+      [where, "ne", "nw", "se", "sw"].forEach(function (wh) {
+        var p = at(wh), n = 0;
+        series.forEach(function (sr) {
+          for (var i = 0; i < sr[0].length; i++) {
+            var X = self.X(sr[0][i]), Y = self.Y(sr[1][i]);
+            if (X >= p[0] - 4 && X <= p[0] + w + 4 && Y >= p[1] - 4 && Y <= p[1] + h + 4) n++;
+          }
+        });
+        if (n < bestN) { bestN = n; best = wh; }
+      });
+      where = best;
+    }
+    var xy = at(where || "ne"), x = xy[0], y = xy[1];
     c.save();
     c.globalAlpha = 0.85; c.fillStyle = th.bg; c.fillRect(x, y, w, h); c.globalAlpha = 1;
     c.strokeStyle = th.grid; c.strokeRect(x + 0.5, y + 0.5, w, h);
     entries.forEach(function (e, i) {
       var yy = y + pad + i * lh + lh / 2 - 2, x0 = x + pad;
       if (e.band) { c.fillStyle = e.color; c.fillRect(x0, yy - 4, sw, 8); }
+      else if (e.dot) { c.fillStyle = e.color; c.beginPath(); c.arc(x0 + sw / 2, yy, 2.8, 0, 2 * Math.PI); c.fill(); }
       else if (e.gradient) {
         for (var k = 0; k < sw; k++) { c.fillStyle = e.gradient(k / (sw - 1)); c.fillRect(x0 + k, yy - 4, 1.2, 8); }
       } else {
@@ -406,11 +432,11 @@
     return p.values.optimizer === "sgd" ? p.values.eta_y / (1 - p.values.momentum) : p.values.eta_y;
   }
 
-  function rateNote(p) {
+  function rateNote(p, short) {
     var v = p.values;
     if (v.optimizer !== "sgd") return null;
-    if (!v.momentum) return "t_0 with \u03b7_Y = " + fmt(v.eta_y);
-    return "t_0 with \u03b7_Y/(1\u2212\u03b2) = " + fmt(effRate(p)) + " (momentum " + fmt(v.momentum) + ")";
+    if (!v.momentum) return "t_0 at \u03b7_Y = " + fmt(v.eta_y);
+    return "t_0 at \u03b7_Y/(1\u2212\u03b2) = " + fmt(effRate(p), 3) + (short ? "" : " (SGD momentum \u03b2 = " + fmt(v.momentum) + ")");
   }
 
   function t0Of(p) {
@@ -431,8 +457,8 @@
       var yl = extent(ys.concat([[0]]), false);
       yl[0] = 0;
       var ax = new Axes(ctx, box, { xlim: [-0.6, S0 - 0.4], ylim: yl, noxticks: true, noxgrid: true,
-        ylabel: "attention c_{l|n} (Eq. 5)", xlabel: "token of class " + n + " (next token " + cl.next[n] +
-        "): common, then distinct by increasing P" }, th);
+        ylabel: ["attention c_{l|n} (Eq. 5)", "c_{l|n}"], xlabel: ["token of class " + n + " (next token " + cl.next[n] +
+        "): common, then distinct by increasing P", "token of class " + n + ": common, then distinct by P", "token"] }, th);
       if (nc) ax.xspan(-0.5, nc - 0.5, th.band);
       ax.frame();
       var every = Math.max(1, Math.ceil(S0 / (ax.r.w / 22)));
@@ -445,7 +471,7 @@
         ax.line(xs, ys[i], { color: col, marker: 2.5, width: 1.4 });
         legend.push({ label: "step " + s, color: col });
       });
-      if (legend.length) ax.legend(legend, "nw");
+      if (legend.length) ax.legend(legend, "nw", ys.map(function (y) { return [xs, y]; }));
     },
     describe: function (p) {
       var last = p.rec.recorded - 1, r = row(p, last), nc = p.classes.nCommon[p.cls], com = 0, dis = 0;
@@ -467,7 +493,7 @@
       ax.line(xs, L, { color: th.c0 });
       var lg = [{ label: p.limit ? "expected loss (T\u2192\u221e)" : "batch loss", color: th.c0 }];
       if (R) lg.push({ label: "T\u2192\u221e, same init", color: th.ref, dash: [5, 3] });
-      ax.legend(lg, "ne");
+      ax.legend(lg, "ne", R ? [[xs, L], [xs, R]] : [[xs, L]]);
     },
     describe: function (p) {
       var L = p.rec.loss, n = p.rec.nLoss;
@@ -482,13 +508,13 @@
       var R = p.rec.refEntropy ? p.rec.refEntropy.subarray(0, p.rec.recorded) : null;
       var yl = extent(R ? [E, R] : [E], false);
       var ax = new Axes(ctx, box, { xlim: [0, p.values.steps], ylim: yl, xlabel: "step",
-        ylabel: "entropy of c_n on distinct tokens" }, th);
+        ylabel: ["entropy of c_n on distinct tokens", "entropy on distinct tokens", "entropy"] }, th);
       ax.frame();
       if (R) ax.line(xs, R, { color: th.ref, dash: [5, 3], width: 1.4 });
       ax.line(xs, E, { color: th.c0 });
       var lg = [{ label: "mean over the " + p.classes.K + " classes", color: th.c0 }];
       if (R) lg.push({ label: "T\u2192\u221e, same init", color: th.ref, dash: [5, 3] });
-      ax.legend(lg, "ne");
+      ax.legend(lg, "ne", R ? [[xs, E], [xs, R]] : [[xs, E]]);
     },
     describe: function (p) {
       var E = p.rec.entropy, n = p.rec.recorded;
@@ -510,7 +536,7 @@
         lo[s] = a; hi[s] = b;
       }
       var ax = new Axes(ctx, top, { xlim: [0, steps], ylim: [0, (ymax || 1) * 1.08], noxticks: true,
-        ylabel: "c_{l|n}", title: "Scan: attention of class " + n + "'s query on each token" }, th);
+        ylabel: "c_{l|n}", title: ["Scan: attention of class " + n + "'s query on each token", "Scan: c_{l|n} of each token"] }, th);
       ax.frame();
       if (nc) {
         ax.band(xs, lo, hi, th.band);
@@ -527,18 +553,20 @@
       var lg = [];
       if (nc) lg.push({ label: "common tokens (" + nc + ")", color: th.band, band: true });
       if (S0 > nc) lg.push({ label: "distinct, P low \u2192 high", gradient: col });
-      ax.legend(lg, "ne");
+      var ser = [[xs, lo], [xs, hi]];
+      for (k = nc; k < S0; k++) ser.push([xs, Array.prototype.map.call(xs, function (s2) { return p.rec.rows[s2 * S0 + k]; })]);
+      ax.legend(lg, "ne", ser);
       // gamma(t) of Eq. 85 beneath, on the same steps
       var g = new Float64Array(steps + 1), gm = 0;
       if (sgd) for (s = 0; s <= steps; s++) { g[s] = YZ.gamma(s, cl.M, cl.K, effRate(p)); gm = Math.max(gm, g[s]); }
-      var bx = new Axes(ctx, bot, { xlim: [0, steps], ylim: [0, (gm || 1) * 1.1], xlabel: "step t",
+      var bx = new Axes(ctx, bot, { xlim: [0, steps], ylim: [0, (gm || 1) * 1.1],
+        xlabel: sgd ? ["step t;  \u03b3 (Eq. 85) and " + rateNote(p), "step t;  " + rateNote(p, true), "step t"] : "step t",
         ylabel: "\u03b3(t)", yn: 2 }, th);
       bx.frame();
       if (sgd) {
         bx.line(range0(steps + 1), g, { color: th.c1 });
         bx.vline(t0, th.fg);
         if (!(t0 <= steps)) bx.text("t_0 = " + fmt(t0, 3) + " \u2192", bx.r.x + bx.r.w - 4, bx.r.y + bx.fs, "right", th.fg);
-        bx.text("\u03b3 (Eq. 85), " + rateNote(p), bx.r.x + bx.r.w - 4, bx.r.y + bx.r.h - bx.fs * 0.8, "right", th.muted, bx.fs - 1);
       } else {
         bx.text("\u03b3(t) and t_0 (Eq. 85) are SGD's; not drawn for Adam", bx.r.x + 6, bx.r.y + bx.r.h / 2, "left", th.muted);
       }
@@ -562,16 +590,16 @@
   VIEWS.snap = {
     title: "snap", height: 0.62, min: 240, max: 320,
     draw: function (p, ctx, box, th) {
-      var sr = snapSeries(p), steps = p.values.steps;
+      var sr = snapSeries(p), steps = p.values.steps, t0 = t0Of(p);
+      var sgd = p.values.optimizer === "sgd" && isFinite(t0);
       var ax = new Axes(ctx, box, { xlim: [1.5, Math.max(4, steps) * 1.3], ylim: extent([sr.ys], true), xlog: true,
-        ylog: true, xlabel: "step t", ylabel: "\u2016c_n(t) \u2212 c_n(t/2)\u2016_1",
-        title: "Snap: change of c_n per doubling of t" }, th);
+        ylog: true, xlabel: sgd ? ["step t;  " + rateNote(p), "step t;  " + rateNote(p, true), "step t"] : "step t",
+        ylabel: ["\u2016c_n(t) \u2212 c_n(t/2)\u2016_1", "change"],
+        title: ["Snap: change of c_n per doubling of t", "change of c_n per doubling of t"] }, th);
       ax.frame();
       ax.line(sr.xs, sr.ys, { color: th.c0, marker: 3 });
-      var t0 = t0Of(p);
-      if (p.values.optimizer === "sgd" && isFinite(t0)) {
-        if (!ax.vline(t0, th.fg, "t_0")) ax.text("t_0 = " + fmt(t0, 3) + (t0 > steps ? " \u2192" : ""), ax.r.x + ax.r.w - 4, ax.r.y + ax.fs, "right", th.fg);
-        ax.text(rateNote(p), ax.r.x + 6, ax.r.y + ax.r.h - ax.fs * 0.8, "left", th.muted, ax.fs - 1);
+      if (sgd && !ax.vline(t0, th.fg, "t_0")) {
+        ax.text("t_0 = " + fmt(t0, 3) + (t0 > steps ? " \u2192" : ""), ax.r.x + ax.r.w - 4, ax.r.y + ax.fs, "right", th.fg);
       }
     },
     describe: function (p) {
@@ -596,14 +624,14 @@
       var s = p.rec.recorded - 1, sh = shares(p, s), sh0 = shares(p, 0), xs = range0(sh.length);
       var ent = p.rec.entropy[s], v = p.values;
       var ax = new Axes(ctx, box, { xlim: [-0.7, sh.length - 0.3], ylim: [0, Math.max.apply(null, sh.concat(sh0)) * 1.12],
-        noxgrid: true, noxticks: true, xlabel: "distinct tokens of class " + p.cls + ", by increasing P(l|n)",
-        ylabel: "share of c_n", title: "\u03b7_Y/\u03b7_Z = " + fmt(v.eta_y / v.eta_z) + ", step " + s +
-        ": entropy " + ent.toFixed(2) }, th);
+        noxgrid: true, noxticks: true, xlabel: ["distinct tokens of class " + p.cls + ", by increasing P(l|n)", "distinct tokens by P"],
+        ylabel: "share of c_n", title: ["\u03b7_Y/\u03b7_Z = " + fmt(v.eta_y / v.eta_z) + ", step " + s +
+        ": entropy " + ent.toFixed(2), "entropy " + ent.toFixed(2)] }, th);
       ax.frame();
       ax.bars(xs, sh, th.c0, 0.7);
-      ax.line(xs, sh0, { color: th.fg, width: 0, marker: 2.6 });
+      ax.line(xs, sh0, { color: th.fg, dots: xs, marker: 2.8 });
       ax.legend([{ label: "share at step " + s, color: th.c0, band: true },
-                 { label: "at step 0 (dots)", color: th.fg }], "nw");
+                 { label: "at step 0", color: th.fg, dot: true }], "nw", [[xs, sh], [xs, sh0], [xs, sh.map(function () { return 0; })]]);
     },
     describe: function (p) {
       var s = p.rec.recorded - 1, sh = shares(p, s);
@@ -709,9 +737,12 @@
     var vw = document.createElement("div");
     vw.className = "yz-views";
     this.canvases = {};
+    // wide views span the row; so does the last narrow one when the narrow ones are odd in number
+    var narrow = this.views.filter(function (v) { return !VIEWS[v].wide; });
     this.views.forEach(function (v) {
+      var wide = VIEWS[v].wide || (narrow.length % 2 === 1 && v === narrow[narrow.length - 1]);
       var fig = document.createElement("figure");
-      fig.className = "yz-view yz-view-" + v + (VIEWS[v].wide && self.views.length > 1 ? " yz-wide" : "");
+      fig.className = "yz-view yz-view-" + v + (wide && self.views.length > 1 ? " yz-wide" : "");
       var cv = document.createElement("canvas");
       cv.setAttribute("role", "img");
       cv.setAttribute("aria-label", VIEWS[v].title);

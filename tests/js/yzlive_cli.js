@@ -23,7 +23,7 @@ function trainBatches(spec) {
   spec.batches.forEach((b, s) => {
     const batch = new YZ.CountBatch(b.query.length, b.tok.length);
     batch.query.set(b.query); batch.label.set(b.label); batch.off.set(b.off);
-    batch.tok.set(b.tok); batch.cnt.set(b.cnt);
+    batch.tok.set(b.tok); batch.cnt.set(b.cnt); batch.logs();
     out.loss.push(YZ.lossGrad(M, Y, Z, batch, gY, gZ, null, null));
     const r = keep.has(s) ? { gY: arr(gY), gZ: arr(gZ) } : null;
     opt.step([Y, Z], [gY, gZ], [spec.etaY, spec.etaZ]);
