@@ -399,3 +399,19 @@ def test_docstring_examples_run():
         p = eval(textwrap.dedent(call).replace("static=fig", "static=None"), {"live": live})
         shown.update(json.loads(p.config)["views"])
     assert shown == set(live.VIEWS), shown
+
+
+def test_nbval_sanitizers_cover_the_engine_not_the_settings():
+    """tests/sanitize.cfg hides the inlined engine, style and PNG bytes from nbval's comparison,
+    and leaves the panel's settings (its JSON) and sentence to be compared."""
+    import configparser
+
+    cp = configparser.ConfigParser()
+    cp.read(ROOT / "tests" / "sanitize.cfg")
+    png = (b"\x89PNG\r\n\x1a\n" + bytes(range(256))) * 4
+    html = live.panel(["scan"], eta_y=0.7, static=png).html()
+    for sec in cp.sections():
+        html = re.sub(cp[sec]["regex"], cp[sec]["replace"], html)
+    assert "function" not in html and "--yz-fg" not in html and "base64,PNG" in html
+    assert '"eta_y":0.7' in html and "re-trains the model" in html
+    assert len(html) < 2000

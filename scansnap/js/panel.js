@@ -860,7 +860,7 @@
     if (!this.rec || this.rec.recorded < 1) return;
     var th = theme(this.el), dpr = root.devicePixelRatio || 1, self = this;
     this.views.forEach(function (v) {
-      var cv = self.canvases[v], spec = VIEWS[v], w = cv.parentNode.clientWidth || 600;
+      var cv = self.canvases[v], spec = VIEWS[v], w = cv.clientWidth || cv.parentNode.clientWidth || 600;
       var h = Math.round(Math.min(spec.max, Math.max(spec.min, w * spec.height)));
       if (cv.width !== Math.round(w * dpr) || cv.height !== Math.round(h * dpr)) {
         cv.width = Math.round(w * dpr); cv.height = Math.round(h * dpr); cv.style.height = h + "px";
