@@ -61,6 +61,34 @@ Views (``views=[...]``, drawn in this order; each example is the whole call)
         live.panel(["bars"], data="syn_medium", num_last=1, eta_y=2.0, init="default", seed=1,
                    controls=["eta_y", "eta_z", "num_last"])
 
+The book's pages (the calls the chapters make; ``fig`` is the chapter's matplotlib figure of the
+same setting, shown to readers without JavaScript)
+-----------------------------------------------------------------------------------------------
+The intro's hero (the scan with gamma(t) and t_0)::
+
+    live.panel(["scan"], controls=["eta_y", "eta_z", "momentum"], static=fig,
+               title="Scan and snap, trained in your browser",
+               question="Raise η<sub>Y</sub>: does t<sub>0</sub> come sooner?")
+
+Chapter 1's training figure (Fig. 4: c_n at steps 0-100 and the loss, Syn-Small, seed 2)::
+
+    live.panel(["cn", "loss"], controls=["eta_y", "eta_z", "seed", "T", "batch"],
+               ranges={"T": (2, 512), "batch": (1, 512)}, static=fig)
+
+Chapter 4's scan (c_n at five steps and every token over time)::
+
+    live.panel(["cn", "scan"], controls=["eta_y", "eta_z", "seed"], static=fig)
+
+Chapter 5's snap (Syn-Medium with one query, 2,048 steps, seed 1)::
+
+    live.panel(["snap"], data="syn_medium", num_last=1, steps=2048, seed=1,
+               controls=["eta_y", "eta_z", "seed"], static=fig)
+
+One point of Fig. 6 (Syn-Medium, eta_Y/eta_Z = 2, the authors' uniform init, seed 1)::
+
+    live.panel(["bars", "entropy"], data="syn_medium", num_last=1, eta_y=2.0, eta_z=1.0, seed=1,
+               init="default", controls=["eta_y", "eta_z", "num_last"], static=fig)
+
 Controls (``controls=[...]``): ``eta_y``, ``eta_z`` (log-scale, continuous), ``steps``, ``T``
 (its last stop is infinity: the expected-gradient dynamics), ``batch`` (integer stops, about
 20 per decade), ``seed``, ``num_last`` (number of queries), ``num_distinct`` (distinct tokens

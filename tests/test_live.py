@@ -394,6 +394,7 @@ def test_docstring_examples_run():
 
     doc = live.__doc__
     calls = re.findall(r"^( *live\.panel\(.*?\))\n\n", doc, flags=re.S | re.M)
+    assert len(calls) == 12, len(calls)          # the opening one, one per view, one per page of the book
     shown = set()
     for call in calls:
         p = eval(textwrap.dedent(call).replace("static=fig", "static=None"), {"live": live})
