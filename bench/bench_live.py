@@ -69,19 +69,20 @@ def node_time(kw, reps=3) -> float:
     return float(out.stdout.strip())
 
 
-def torch_time(kw, reps=3) -> float:
-    """Seconds for the package's trainer on the same setting (float64, CPU, one run, best of reps)."""
+def torch_time(kw, threads=1) -> float:
+    """Seconds for the package's trainer on the same setting (float64, CPU, one run, ``threads``
+    torch threads; best of 2 runs, 1 run past 100 steps)."""
     import torch
 
-    from scansnap import syn_medium, syn_small, train
+    from scansnap import train
     from scansnap.data import make_classes
 
-    torch.set_num_threads(2)
     data = kw.get("data", "syn_small")
     nl = kw.get("num_last", 2 if data == "syn_small" else 1)
     classes = make_classes(nl, 1 if data == "syn_small" else 2)
+    torch.set_num_threads(threads)
     best = 1e9
-    for _ in range(reps):
+    for _ in range(2 if kw.get("steps", 100) <= 100 else 1):
         t = time.perf_counter()
         train(classes, eta_y=kw.get("eta_y", 1.0), eta_z=kw.get("eta_z", 1.0), seeds=kw.get("seed", 2),
               steps=kw.get("steps", 100), init=kw.get("init", "zero"), dtype=torch.float64, device="cpu")
@@ -120,6 +121,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--moves", type=int, default=7)
     ap.add_argument("--write", type=Path, help="replace the live-panels section of this Markdown file")
+    ap.add_argument("--torch-threads", type=int, default=1,
+                    help="threads for the torch baseline (1: fastest for one small run, and two spin "
+                         "against each other on a shared machine)")
     args = ap.parse_args()
     from scansnap import live
 
@@ -127,8 +131,12 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as d:
         for name, kw in SETTINGS:
+            print(f"{name}: browser...", file=sys.stderr, flush=True)
             ms, train_ms, mode, _ = browser_times(kw, args.moves, Path(d))
-            tn, tt = node_time(kw), torch_time(kw)
+            print("  node...", file=sys.stderr, flush=True)
+            tn = node_time(kw)
+            print("  torch...", file=sys.stderr, flush=True)
+            tt = torch_time(kw, args.torch_threads)
             med = statistics.median(ms) / 1000
             rows.append((name, med, min(ms) / 1000, max(ms) / 1000, statistics.median(train_ms) / 1000, tn, tt, mode))
             print(f"{name}: move->drawn median {med:.3f} s (min {min(ms) / 1000:.3f}, max {max(ms) / 1000:.3f}); "
@@ -142,14 +150,15 @@ def main():
                            text=True).stdout.strip()
     lines = [
         SECTION, "",
-        f"Command: `python bench/bench_live.py --moves {args.moves}`  ",
+        f"Command: `python bench/bench_live.py --moves {args.moves} --torch-threads {args.torch_threads}`  ",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, load average {load[0]:.1f} before and "
         f"{load_after[0]:.1f} after (other sessions shared the machine); {chromium}, headless; Node {nodev}.",
         "",
         "A slider move = focus + ArrowRight (or ArrowLeft) on the panel's first slider (eta_Y); the time is",
         "from the input event to the re-trained run drawn, read from the panel (median, min, max of "
         f"{args.moves} moves). Worker = the training alone inside the Web Worker. Baselines on the same",
-        "setting: the engine in Node (no page), the package's trainer (`scansnap.train`, torch float64, CPU, 2 threads).",
+        f"setting: the engine in Node (no page), the package's trainer (`scansnap.train`, torch float64, CPU, "
+        f"{args.torch_threads} thread{'s' if args.torch_threads > 1 else ''}).",
         "",
         "| setting | move -> drawn (median) | min / max | in the worker | Node engine | torch trainer | browser / torch |",
         "|---|---|---|---|---|---|---|",
