@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import shutil
 import statistics
 import subprocess
@@ -148,6 +147,13 @@ def main():
                   f"worker {statistics.median(train_ms) / 1000:.3f} s; node {tn:.3f} s (CPU {tc:.3f} s); "
                   f"torch {tt:.3f} s; {mode}", flush=True)
     no_static = len(live.panel(["cn"]).html().encode())
+    from test_live_browser import _static_figure
+    png = len(_static_figure())
+    widget_state = {}
+    for nb in sorted((ROOT / "book").glob("*.ipynb")):
+        w = json.loads(nb.read_text()).get("metadata", {}).get("widgets")
+        if w:
+            widget_state[nb.stem] = len(json.dumps(w).encode())
     load_after = os.getloadavg()
     chromium = subprocess.run([os.environ.get("SCANSNAP_CHROMIUM", "/usr/bin/chromium"), "--version"],
                               capture_output=True, text=True).stdout.strip()
@@ -173,10 +179,18 @@ def main():
                      f"{tt:.3f} s | {med / tt:.2f} |")
     lines += [
         "",
+        f"The wall times are stretched by the machine's load ({load[0] / (os.cpu_count() or 1):.1f} processes per "
+        "core when this ran). The Node engine's CPU time is what a run costs with a core to itself: "
+        f"{rows[0][6]:.2f} s for Syn-Small at the paper's settings (the run and its T -> infinity reference), "
+        "so on a quiet machine a slider move there takes about that plus a few milliseconds of drawing; "
+        f"the fastest moves measured here under load took {rows[0][2]:.2f} s.",
         f"Runs used a Web Worker made from a Blob of the inlined engine, from file:// ({rows[0][8]}).",
-        f"Page weight: one panel adds {no_static / 1000:.0f} kB of HTML without its static figure (engine, UI and",
-        "style inlined, comments stripped), plus the static PNG passed for readers without JavaScript (a",
-        "100-dpi 256-colour PNG, typically 20-40 kB, base64 in the page: x 4/3).",
+        "",
+        f"Page weight: one panel adds {no_static / 1000:.0f} kB of HTML without its static figure (engine, UI and "
+        "style inlined, whole-line comments stripped), plus the static PNG for readers without JavaScript, "
+        f"base64 in the page: {png * 4 / 3 / 1000:.0f} kB for the tests' figure (Syn-Small's c_n, 100 dpi, 256 colours). "
+        "For comparison, the precomputed slider grids the chapters carry today as saved widget state: "
+        + ", ".join(f"{k} {v / 1000:.0f} kB" for k, v in widget_state.items()) + ".",
         "",
     ]
     text = "\n".join(lines)

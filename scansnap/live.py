@@ -102,7 +102,6 @@ import functools
 import html
 import json
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,7 +129,6 @@ RANGES = {
 # The most work one slider move may ask for (multiply-adds, as yzlive.js's workOf counts them;
 # the engine refuses more): about 2e9, some seconds in a browser on a 2-core laptop.
 MAX_WORK = 2e9
-LOG_CONTROLS = ("eta_y", "eta_z")
 INT_CONTROLS = ("steps", "T", "batch", "seed", "num_last", "num_distinct")
 LABELS = {"eta_y": "η_Y", "eta_z": "η_Z", "steps": "steps", "T": "T", "batch": "batch size",
           "seed": "seed", "num_last": "queries", "num_distinct": "distinct tokens",

@@ -161,7 +161,6 @@ def test_expected_gradients_match_theory(classes, init, tmp_path):
     g = torch.Generator().manual_seed(3)
     Y = torch.randn(M, M, generator=g, dtype=torch.float64).numpy()
     Z = 2 * torch.randn(M, M, generator=g, dtype=torch.float64).numpy()
-    nl, nn = classes.K // len(np.unique(classes.query)), None
     spec = spec_of(len(np.unique(classes.query)), classes.K // len(np.unique(classes.query)))
     out = node(dict(mode="expected", data=spec, Y=Y.ravel().tolist(), Z=Z.ravel().tolist()), tmp_path)
     dY, dZ = th.expected_gradients(classes, Y, Z)

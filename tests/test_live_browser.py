@@ -170,7 +170,6 @@ def check_without_javascript(browser, url):
     """With JavaScript off every panel shows its static figure (loaded) and its sentence."""
     ctx, page, problems = open_page(browser, url, 390, javascript=False)
     try:
-        r = page.evaluate  # evaluate still works: it is the page's scripts that are off
         shown = page.locator(".yzlive-panel .yzlive-fallback")
         n = page.locator(".yzlive-panel").count()
         assert n > 0 and shown.count() == n
@@ -182,7 +181,8 @@ def check_without_javascript(browser, url):
                 ok = fb.locator("img").evaluate("i => i.complete && i.naturalWidth > 0 && i.offsetParent !== null")
                 assert ok, f"panel {i}: the static figure did not load"
         assert page.locator(".yzlive-panel canvas").count() == 0
-        assert r("() => document.querySelectorAll('.yzlive-panel input').length") == 0
+        # (evaluate still works with JavaScript off: only the page's own scripts are off)
+        assert page.evaluate("() => document.querySelectorAll('.yzlive-panel input').length") == 0
     finally:
         ctx.close()
     assert not problems, "\n".join(problems)
