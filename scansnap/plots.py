@@ -211,3 +211,97 @@ def freezing(iteration, entropy, change, loss=None) -> Figure:
     a2.set_xlabel("iteration"); a2.set_ylabel(f"change per {it[1] - it[0]:g} steps")
     a2.set_ylim(0, None)
     return fig
+
+
+def sequence_classes(classes: SequenceClasses, show=None, sequence=None) -> Figure:
+    """Sequence classes drawn (the idea of the paper's Fig. 1(b), Sec. 3.2): one panel per class n.
+
+    Each panel shows P(l|n) over the whole vocabulary: common tokens grey, the class's distinct
+    tokens in its colour, its query token psi(n) (hatched) and its next token n (outlined)
+    marked; both have P(l|n) = 0, they never occur among the contextual tokens. ``show`` lists
+    the classes to draw (default all; at most 6). ``sequence = (tokens, n)`` adds a strip
+    below: one sequence of class n, x_1..x_{T-1}, then the query x_T (the last of ``tokens``),
+    then the next token x_{T+1} = next_token[n] that the model must predict.
+    """
+    from matplotlib.patches import Patch, Rectangle
+
+    show = list(range(classes.K)) if show is None else [int(n) for n in np.atleast_1d(show)]
+    if not 1 <= len(show) <= 6:
+        raise ValueError(f"show must list 1 to 6 classes; got {len(show)}")
+    for n in show:
+        classes._check_class(n)
+    if sequence is not None:
+        tokens, n_seq = sequence
+        tokens = np.asarray(tokens)
+        classes._check_class(n_seq)
+        if tokens.ndim != 1 or tokens.size < 2 or not np.issubdtype(tokens.dtype, np.integer):
+            raise ValueError(f"sequence tokens must be a 1-d integer array of length >= 2; got {tokens!r}")
+        if tokens.min() < 0 or tokens.max() >= classes.M:
+            raise ValueError(f"sequence has a token id out of range [0, {classes.M}): {tokens.tolist()}")
+        if tokens[-1] != classes.query[n_seq]:
+            raise ValueError(f"a sequence of class {n_seq} ends with its query {classes.query[n_seq]}, "
+                             f"got {int(tokens[-1])}")
+        bad = sorted({int(t) for t in tokens[:-1] if classes.probs[n_seq, t] == 0})
+        if bad:
+            raise ValueError(f"tokens {bad} cannot occur in a sequence of class {n_seq} (P(l|n) = 0)")
+    M, grey = classes.M, "0.62"
+    colour = {n: f"C{i}" for i, n in enumerate(show)}
+
+    def kind_colour(l, n):
+        return colour.get(n, "C7") if classes.distinct_mask[n, l] else grey
+
+    heights = [1.0] * len(show) + ([0.5] if sequence is not None else [])
+    fig = Figure(figsize=(6.8, 1.5 * len(show) + (0.9 if sequence is not None else 0) + 0.35),
+                 layout="constrained")
+    axes = fig.subplots(len(heights), 1, gridspec_kw={"height_ratios": heights}, squeeze=False)[:, 0]
+    top = classes.probs[show].max() * 1.9
+    step = 5 if M <= 200 else 20
+    for ax, n in zip(axes, show):
+        p = classes.probs[n]
+        support = np.flatnonzero(p > 0)
+        ax.bar(support, p[support], width=0.8, color=[kind_colour(l, n) for l in support])
+        # query and next token: P(l|n) = 0 for both, so a marker on the axis, not a bar
+        q, nx = classes.query[n], classes.next_token[n]
+        ax.plot([q], [0], marker="^", ms=9, color="k", clip_on=False, zorder=5)
+        ax.plot([nx], [0], marker="*", ms=11, color=colour[n], clip_on=False, zorder=5)
+        ax.annotate(f"query {q}", (q, 0), xytext=(q - 0.3, top * 0.8), ha="right", va="center",
+                    fontsize=9, arrowprops=dict(arrowstyle="-", lw=0.8, color="k"))
+        ax.annotate(f"next token {nx}", (nx, 0), xytext=(nx + 0.3, top * 0.8), ha="left", va="center",
+                    fontsize=9, color=colour[n], arrowprops=dict(arrowstyle="-", lw=0.8, color=colour[n]))
+        ax.set_xlim(-0.7, M - 0.3)
+        ax.set_ylim(0, top)
+        ax.set_ylabel(f"P(l | class {n})", fontsize=9)
+        ticks = np.arange(0, M, step)
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+        ax.set_xticks(np.arange(M), minor=True)
+        ax.tick_params(labelsize=9)
+        ax.spines[["top", "right"]].set_visible(False)
+    axes[len(show) - 1].set_xlabel("token id l (the vocabulary)", fontsize=9)
+    handles = [Patch(color=grey, label="common")]
+    handles += [Patch(color=colour[n], label=f"distinct, class {n}") for n in show]
+    fig.legend(handles=handles, fontsize=9, ncol=min(len(handles), 4), loc="outside upper center",
+               frameon=False)
+    if sequence is not None:
+        ax = axes[-1]
+        T = len(tokens)
+        for t, l in enumerate(tokens[:-1]):
+            ax.add_patch(Rectangle((t, 0), 0.92, 1, color=kind_colour(l, n_seq)))
+            ax.text(t + 0.46, 0.5, str(int(l)), ha="center", va="center", fontsize=9,
+                    color="white" if classes.distinct_mask[n_seq, l] else "k")
+        ax.add_patch(Rectangle((T - 1, 0), 0.92, 1, facecolor="white", edgecolor="k", hatch="///", lw=0.8))
+        ax.text(T - 0.54, 0.5, str(int(tokens[-1])), ha="center", va="center", fontsize=9,
+                bbox=dict(facecolor="white", edgecolor="none", pad=0.5))
+        ax.add_patch(Rectangle((T + 0.6, 0), 0.92, 1, facecolor="white", edgecolor=colour.get(n_seq, "C7"),
+                               lw=1.5, ls="--"))
+        ax.text(T + 1.06, 0.5, str(int(classes.next_token[n_seq])), ha="center", va="center", fontsize=9)
+        ax.annotate("", (T + 0.6, 0.5), (T - 0.06, 0.5), arrowprops=dict(arrowstyle="->", lw=1))
+        ax.text((T - 1) / 2, 1.12, f"contextual tokens $x_1, \\dots, x_{{{T - 1}}}$, drawn i.i.d. from "
+                f"P(l | class {n_seq})", ha="center", va="bottom", fontsize=9)
+        ax.text(T - 0.54, 1.12, "query", ha="center", va="bottom", fontsize=9)
+        ax.text(T + 1.06, 1.12, "next?", ha="center", va="bottom", fontsize=9)
+        ax.set_xlim(-0.2, T + 1.8)
+        ax.set_ylim(-0.05, 1.6)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.spines[:].set_visible(False)
+    return fig

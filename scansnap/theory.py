@@ -445,7 +445,9 @@ def population_sgd(classes: SequenceClasses, eta_y, eta_z, steps: int, momentum:
     v <- momentum * v + g, parameter += rate * v, from Y = Z = 0). It is the deterministic
     counterpart of ``scansnap.train`` with the same optimizer: what remains when sampling
     noise (finite T, finite batch) is taken away. ``eta_y``, ``eta_z`` are scalars or one
-    value per run; runs are batched (float64 numpy).
+    value per run; runs are batched (float64 numpy), and Z is saved at ``snapshot_steps``.
+    :func:`population_steps` is the same dynamics for one run through the trainer's own
+    optimizer class (and Adam); ``tests/test_ch5.py`` checks that the two agree.
     """
     steps = positive_int("steps", steps)
     if not 0 <= momentum < 1:
@@ -502,3 +504,47 @@ def population_sgd(classes: SequenceClasses, eta_y, eta_z, steps: int, momentum:
     if steps in snaps:
         out[steps] = Z.copy()
     return PopulationRun(ey, ez, loss, Y, Z, out)
+
+
+# ---------------------------------------------------------------------------------------
+# The T -> infinity dynamics in discrete steps (what the live panels' engine iterates)
+# ---------------------------------------------------------------------------------------
+
+def population_steps(classes: SequenceClasses, eta_y: float, eta_z: float, steps: int,
+                     optimizer: str = "sgd", momentum: float = 0.9, betas=(0.9, 0.999),
+                     eps: float = 1e-8, Y0=None, Z0=None):
+    """Iterate the expected gradient (Lemma 2's limit, Eq. 5-6, classes uniform) with an optimiser.
+
+    The discrete counterpart of :func:`population_dynamics`: each step feeds -E_n[dJ/dY],
+    -E_n[dJ/dZ] (:func:`expected_gradients`, the gradient of the expected loss) to
+    ``scansnap.train.BatchedOptimizer`` (PyTorch's SGD-with-momentum or Adam rule), so it is
+    the trainer at T -> infinity and batch -> infinity. Returns (losses, Y, Z): the expected
+    loss -E_n[log alpha_n(next token)] before each step, and the final Y, Z (float64).
+    """
+    import torch
+
+    from .train import BatchedOptimizer
+
+    eta_y, eta_z = positive("eta_y", eta_y), positive("eta_z", eta_z)
+    steps = positive_int("steps", steps)
+    M, K = classes.M, classes.K
+    Y = torch.zeros(1, M, M, dtype=torch.float64) if Y0 is None else torch.tensor(np.asarray(Y0, float))[None]
+    Z = torch.zeros(1, M, M, dtype=torch.float64) if Z0 is None else torch.tensor(np.asarray(Z0, float))[None]
+    if Y.shape != (1, M, M) or Z.shape != (1, M, M):
+        raise ValueError(f"Y0 and Z0 must be ({M}, {M}); got {tuple(Y.shape[1:])} and {tuple(Z.shape[1:])}")
+    opt = BatchedOptimizer([(Y, torch.tensor([eta_y], dtype=torch.float64)),
+                            (Z, torch.tensor([eta_z], dtype=torch.float64))], optimizer, momentum,
+                           betas, eps)
+    losses = np.empty(steps)
+    rows = np.arange(K)
+    for s in range(steps):
+        y, z = Y[0].numpy(), Z[0].numpy()
+        c = attention_limit_all(classes, z)
+        f = c / np.linalg.norm(c, axis=1, keepdims=True)
+        logits = f @ y
+        lse = np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1)
+        losses[s] = np.mean(lse - logits[rows, classes.next_token])
+        dY, dZ = expected_gradients(classes, y, z)
+        Y.grad, Z.grad = torch.tensor(-dY)[None], torch.tensor(-dZ)[None]
+        opt.step()
+    return losses, Y[0].numpy().copy(), Z[0].numpy().copy()

@@ -71,3 +71,15 @@ def test_population_sgd_rejects_bad_input(kwargs, match):
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         th.population_sgd(make_classes(2), **args)
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_population_sgd_agrees_with_population_steps(momentum):
+    """The batched chapter-5 version and the single-run version through BatchedOptimizer."""
+    cls = syn_medium(1)
+    run = th.population_sgd(cls, [0.5, 2.0], [1.0, 0.3], 30, momentum=momentum)
+    for r, (ey, ez) in enumerate([(0.5, 1.0), (2.0, 0.3)]):
+        losses, Y, Z = th.population_steps(cls, ey, ez, 30, momentum=momentum)
+        np.testing.assert_allclose(run.loss[r], losses, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(run.Y[r], Y, atol=1e-10)
+        np.testing.assert_allclose(run.Z[r], Z, atol=1e-10)
