@@ -422,6 +422,91 @@ def f_matrix(classes: SequenceClasses, Z):
 
 
 # ---------------------------------------------------------------------------------------
+# Chapter 5: the population dynamics stepped by the paper's optimizer (SGD with momentum)
+# ---------------------------------------------------------------------------------------
+
+@dataclass
+class PopulationRun:
+    eta_y: np.ndarray    # (R,)
+    eta_z: np.ndarray    # (R,)
+    loss: np.ndarray     # (R, steps): population loss E_n[-log alpha_n(n)] before update s
+    Y: np.ndarray        # (R, M, M) at the end
+    Z: np.ndarray        # (R, M, M) at the end
+    snapshots: dict      # step -> Z (R, M, M) after `step` updates
+
+
+def population_sgd(classes: SequenceClasses, eta_y, eta_z, steps: int, momentum: float = 0.9,
+                   snapshot_steps=()) -> PopulationRun:
+    """SGD with momentum on the population objective: T -> infinity and an infinite batch.
+
+    Each step takes the exact expected gradient of Lemma 1 (Eq. 3) in the long-sequence
+    limit (Lemma 2, Eq. 5-6), every class with probability 1/K (the same quantity as
+    :func:`expected_gradients`), and applies the trainer's update (PyTorch's SGD: velocity
+    v <- momentum * v + g, parameter += rate * v, from Y = Z = 0). It is the deterministic
+    counterpart of ``scansnap.train`` with the same optimizer: what remains when sampling
+    noise (finite T, finite batch) is taken away. ``eta_y``, ``eta_z`` are scalars or one
+    value per run; runs are batched (float64 numpy), and Z is saved at ``snapshot_steps``.
+    :func:`population_steps` is the same dynamics for one run through the trainer's own
+    optimizer class (and Adam); ``tests/test_ch5.py`` checks that the two agree.
+    """
+    steps = positive_int("steps", steps)
+    if not 0 <= momentum < 1:
+        raise ValueError(f"momentum must be in [0, 1), got {momentum!r}")
+    ey, ez = np.atleast_1d(np.asarray(eta_y, float)), np.atleast_1d(np.asarray(eta_z, float))
+    R = max(ey.size, ez.size)
+    for name, a in (("eta_y", ey), ("eta_z", ez)):
+        if a.ndim != 1 or a.size not in (1, R):
+            raise ValueError(f"{name} must be a scalar or have one value per run ({R}); got {a.shape}")
+        for v in a:
+            positive(name, v)
+    ey, ez = np.broadcast_to(ey, (R,)).copy(), np.broadcast_to(ez, (R,)).copy()
+    snaps = sorted({int(s) for s in snapshot_steps})
+    for s in snaps:
+        if not 0 <= s <= steps:
+            raise ValueError(f"snapshot step {s} out of range [0, {steps}]")
+    K, M = classes.K, classes.M
+    with np.errstate(divide="ignore"):
+        logp = np.log(classes.probs)                                # (K, M), -inf off support
+    q, nxt = classes.query, classes.next_token
+    onehot = np.eye(M)[nxt]                                         # (K, M)
+    Y, Z = np.zeros((R, M, M)), np.zeros((R, M, M))
+    vY, vZ = np.zeros_like(Y), np.zeros_like(Z)
+    loss = np.empty((R, steps))
+    out = {}
+    for s in range(steps):
+        if s in snaps:
+            out[s] = Z.copy()
+        a = logp[None] + Z[:, q, :]                                 # Eq. 5 in log form
+        c = np.exp(a - a.max(-1, keepdims=True))
+        c /= c.sum(-1, keepdims=True)                               # c_n, (R, K, M)
+        nv = np.linalg.norm(c, axis=-1, keepdims=True)
+        f = c / nv                                                  # f_n = LN(c_n)
+        lg = f @ Y                                                  # logits Y^T f_n
+        lg -= lg.max(-1, keepdims=True)
+        logalpha = lg - np.log(np.exp(lg).sum(-1, keepdims=True))
+        loss[:, s] = -np.mean(logalpha[:, np.arange(K), nxt], axis=-1)
+        delta = onehot[None] - np.exp(logalpha)                     # e_n - alpha_n
+        gY = f.transpose(0, 2, 1) @ delta / K                       # E_n[f_n delta_n^T]
+        g = delta @ Y.transpose(0, 2, 1)                            # Y delta_n
+        g = (g - f * np.sum(f * g, -1, keepdims=True)) / nv         # P_perp / ||c_n|| (Eq. 17)
+        gz = c * (g - np.sum(c * g, -1, keepdims=True)) / K         # (diag(c) - c c^T) g (Eq. 6)
+        gZ = np.zeros_like(Z)
+        for n in range(K):                                          # only rows psi(n) move (Eq. 4)
+            gZ[:, q[n], :] += gz[:, n, :]
+        vY *= momentum
+        vY += gY
+        vZ *= momentum
+        vZ += gZ
+        Y += ey[:, None, None] * vY
+        Z += ez[:, None, None] * vZ
+        if not (np.all(np.isfinite(Y)) and np.all(np.isfinite(Z))):
+            raise FloatingPointError(f"population_sgd diverged at step {s + 1} (non-finite Y or Z)")
+    if steps in snaps:
+        out[steps] = Z.copy()
+    return PopulationRun(ey, ez, loss, Y, Z, out)
+
+
+# ---------------------------------------------------------------------------------------
 # The T -> infinity dynamics in discrete steps (what the live panels' engine iterates)
 # ---------------------------------------------------------------------------------------
 

@@ -1,0 +1,85 @@
+"""Chapter 5's additions to theory.py: the population dynamics stepped by SGD with momentum."""
+import numpy as np
+import pytest
+import torch
+
+from scansnap import make_classes, syn_medium, syn_small, train
+from scansnap import theory as th
+
+
+def _reference(classes, eta_y, eta_z, steps, momentum):
+    """The same update written with theory.expected_gradients, one run at a time."""
+    M = classes.M
+    Y, Z, vY, vZ = (np.zeros((M, M)) for _ in range(4))
+    for _ in range(steps):
+        dY, dZ = th.expected_gradients(classes, Y, Z)
+        vY, vZ = momentum * vY + dY, momentum * vZ + dZ
+        Y, Z = Y + eta_y * vY, Z + eta_z * vZ
+    return Y, Z
+
+
+@pytest.mark.parametrize("classes", [syn_medium(1), syn_small(), syn_medium(2, 3)])
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_population_sgd_is_expected_gradient_with_momentum(classes, momentum):
+    etas_y, etas_z = [0.5, 2.0], [1.0, 0.3]
+    run = th.population_sgd(classes, etas_y, etas_z, 25, momentum=momentum, snapshot_steps=[0, 25])
+    for r, (ey, ez) in enumerate(zip(etas_y, etas_z)):
+        Y, Z = _reference(classes, ey, ez, 25, momentum)
+        np.testing.assert_allclose(run.Y[r], Y, atol=1e-12)
+        np.testing.assert_allclose(run.Z[r], Z, atol=1e-12)
+        np.testing.assert_allclose(run.snapshots[25][r], Z, atol=1e-12)
+    assert not run.snapshots[0].any()
+    # the loss before the first step: alpha is uniform over the M tokens, loss ln M
+    np.testing.assert_allclose(run.loss[:, 0], np.log(classes.M), rtol=1e-12)
+
+
+def test_population_sgd_without_momentum_follows_the_gradient_flow():
+    """Small steps, no momentum: Euler steps of the flow that population_dynamics integrates."""
+    cls = syn_medium(1)
+    eta, steps = 0.02, 200                                   # flow time eta * steps = 4 (rates 1)
+    run = th.population_sgd(cls, eta, eta, steps, momentum=0.0)
+    flow = th.population_dynamics(cls, 1.0, 1.0, eta * steps, t_eval=[eta * steps], rtol=1e-9, atol=1e-12)
+    err = np.abs(run.Z[0] - flow.Z[-1]).max() / np.abs(flow.Z[-1]).max()
+    assert err < 0.02, err
+    run2 = th.population_sgd(cls, eta / 2, eta / 2, 2 * steps, momentum=0.0)
+    err2 = np.abs(run2.Z[0] - flow.Z[-1]).max() / np.abs(flow.Z[-1]).max()
+    assert err2 < 0.6 * err                                  # first order in the step size
+
+
+def test_population_sgd_is_the_large_T_large_batch_limit_of_train():
+    """SGD's Z approaches the population run as batch and T grow (sampling error ~ 1/sqrt(BT))."""
+    cls = syn_small()
+    pop = th.population_sgd(cls, 1.0, 1.0, 4)
+    err = {}
+    for batch, T in [(128, 256), (512, 1024)]:
+        sgd = train(cls, eta_y=1.0, eta_z=1.0, seeds=[0, 1], steps=4, batch=batch, T=T,
+                    dtype=torch.float64, device="cpu")
+        err[T] = np.mean([np.abs(sgd.Z[r].numpy() - pop.Z[0]).max() for r in range(2)])
+        err[T] /= np.abs(pop.Z[0]).max()
+    assert err[1024] < 0.3 and err[1024] < 0.75 * err[256], err
+    np.testing.assert_allclose(sgd.loss.mean(0), pop.loss[0], rtol=0.05)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(eta_y=-1.0), "eta_y"), (dict(eta_z=0.0), "eta_z"), (dict(eta_y=float("nan")), "eta_y"),
+    (dict(momentum=1.0), "momentum"), (dict(momentum=-0.1), "momentum"),
+    (dict(steps=0), "steps"), (dict(snapshot_steps=[11]), "snapshot"),
+    (dict(eta_y=[1.0, 2.0], eta_z=[1.0, 2.0, 3.0]), "one value per run"),
+])
+def test_population_sgd_rejects_bad_input(kwargs, match):
+    args = dict(eta_y=1.0, eta_z=1.0, steps=10)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        th.population_sgd(make_classes(2), **args)
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_population_sgd_agrees_with_population_steps(momentum):
+    """The batched chapter-5 version and the single-run version through BatchedOptimizer."""
+    cls = syn_medium(1)
+    run = th.population_sgd(cls, [0.5, 2.0], [1.0, 0.3], 30, momentum=momentum)
+    for r, (ey, ez) in enumerate([(0.5, 1.0), (2.0, 0.3)]):
+        losses, Y, Z = th.population_steps(cls, ey, ez, 30, momentum=momentum)
+        np.testing.assert_allclose(run.loss[r], losses, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(run.Y[r], Y, atol=1e-10)
+        np.testing.assert_allclose(run.Z[r], Z, atol=1e-10)
