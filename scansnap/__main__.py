@@ -235,6 +235,7 @@ def main(argv=None):
                    help="text for figs 7, 10 and 'freeze': the shipped WikiText-2 valid+test split by "
                         "article (offline, default), the full WikiText-2 or WikiText-103 (downloaded once), "
                         "or 'auto' (full WikiText-2 when reachable, else shipped, saying so)")
+    argv = sys.argv[1:] if argv is None else list(argv)
     a = p.parse_args(argv)
     from ._validate import resolve_device, positive_int
     figures = FIGURES if a.figure == "all" else (a.figure,)
@@ -264,7 +265,7 @@ def main(argv=None):
                 print(f"{fig}: {note}", file=sys.stderr, flush=True)
             rec = provenance.record(fig, stage, files, provenance.settings_for(fig, a.steps, a.seeds, data),
                                     data_record if fig in LM_FIGURES else None, env,
-                                    time.perf_counter() - t0, notes)
+                                    time.perf_counter() - t0, notes, argv)
             names = provenance.commit(stage, out, fig, rec)
         print(f"{fig}: wrote {', '.join(str(out / f) for f in names)} in {time.perf_counter() - t0:.1f} s "
               f"on {device}", flush=True)

@@ -154,10 +154,11 @@ def _signals_held():
 
 
 def record(figure: str, stage: Path, files, settings: dict, data, env: dict, seconds: float,
-           notes=()) -> dict:
+           notes=(), argv=None) -> dict:
     """The provenance record of one figure: its files' sha256 (as staged), how they were made."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     return _plain({"format": FORMAT, "figure": figure,
-                   "command": " ".join(["python -m scansnap", *sys.argv[1:]]),
+                   "command": " ".join(["python -m scansnap", *argv]),
                    "files": {f: sha256(stage / f) for f in files},
                    "settings": settings, "data": data, **env, "seconds": round(seconds, 1),
                    "notes": list(notes)})
