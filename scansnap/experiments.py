@@ -198,9 +198,13 @@ def book_results() -> dict:
     """
     from importlib.resources import files
 
+    return read_results(files("scansnap") / "results")
+
+
+def read_results(folder) -> dict:
+    """The CSVs of a ``reproduce`` output folder, each checked as :func:`book_results` says."""
     from . import provenance
 
-    folder = files("scansnap") / "results"
     csvs = sorted((p for p in folder.iterdir() if p.name.endswith(".csv")), key=lambda p: p.name)
     if not csvs:
         raise FileNotFoundError(f"no results in {folder}: run python -m scansnap reproduce all --out scansnap/results")

@@ -119,13 +119,13 @@ def h_closed(t, M: int, eta_y: float):
     eta_y = positive("eta_y", eta_y)
     t = np.asarray(t, float)
     if not np.all(np.isfinite(t)):
-        raise ValueError(f"time t must be finite, got {t[~np.isfinite(t)].ravel()[0]!r}")
+        raise ValueError(f"time t must be finite, got {float(t[~np.isfinite(t)].ravel()[0])!r}")
     if np.any(t < 0):
-        raise ValueError(f"time t must be >= 0, got {t.min()!r}")
+        raise ValueError(f"time t must be >= 0, got {float(t.min())!r}")
     with np.errstate(over="ignore"):
         A = M * eta_y * t + 1.0
     if not np.all(np.isfinite(A)):
-        raise ValueError(f"time t = {t.max()!r} too large: M eta_Y t overflows a float")
+        raise ValueError(f"time t = {float(t.max())!r} too large: M eta_Y t overflows a float")
     y = A / (M - 1) - np.log(M - 1)
     u = np.log((M - 1) * np.real(wrightomega(y)))
     return np.maximum(u, 0.0) / M  # clip the -1e-17 round-off at t = 0
