@@ -142,15 +142,26 @@ def staged(out: Path, figure: str):
 
 @contextlib.contextmanager
 def _signals_held():
-    """Hold back SIGINT and SIGTERM (delivered on leaving): a set of renames is not cut."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+    """Hold back SIGINT and SIGTERM until the block is done, then act on them as before: a set
+    of renames is not cut in the middle. (Python handlers, not a thread signal mask: another
+    thread, torch's for one, could take a process-directed signal.)"""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    pending, old = [], {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        old[sig] = signal.signal(sig, lambda s, frame: pending.append(s))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        for sig in pending:
+            handler = old[sig]
+            if callable(handler):
+                handler(sig, None)                 # SIGINT: KeyboardInterrupt, now
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), sig)
 
 
 def record(figure: str, stage: Path, files, settings: dict, data, env: dict, seconds: float,
