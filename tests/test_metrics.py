@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from scansnap import syn_medium, syn_small
+from scansnap import syn_medium, syn_small, make_classes
 from scansnap.metrics import attention_entropy, distinct_entropy, recall_threshold
 
 
@@ -19,14 +19,78 @@ def test_distinct_entropy_batched_and_sparse():
     for n in range(c.K):                      # put all attention on one distinct token per class
         Z[1, c.query[n], c.distinct_tokens(n)[0]] = 60.0
     e = distinct_entropy(c, torch.tensor(Z))
-    assert e.shape == (3,) and e[0] == pytest.approx(e[2]) and e[1] < 1e-20
+    assert e.shape == (3,) and e[0] == pytest.approx(e[2], abs=1e-12) and e[1] < 1e-20
 
 
-def test_attention_entropy_uniform():
+def test_distinct_entropy_averages_over_classes():
+    """Two classes, one sparse (entropy ~0) and one uniform over 4 tokens (ln 4): the mean is ln 4 / 2."""
+    c = make_classes(num_last=2, num_next_per_last=1, num_common=1, num_distinct=4,
+                     distinct_min=1.0, distinct_max=1.0)
+    Z = np.zeros((c.M, c.M))
+    Z[c.query[0], c.distinct_tokens(0)[2]] = 80.0
+    assert distinct_entropy(c, Z) == pytest.approx(np.log(4) / 2, abs=1e-12)
+    # the common token does not count: moving attention to it leaves the distinct entropy alone
+    Z2 = Z.copy()
+    Z2[c.query[1], c.common_tokens[0]] = 5.0
+    assert distinct_entropy(c, Z2) == pytest.approx(np.log(4) / 2, abs=1e-12)
+
+
+def test_attention_entropy_values():
     a = torch.full((2, 5, 5), 0.2)
-    assert attention_entropy(a) == pytest.approx(np.log(5))
+    assert attention_entropy(a, causal=False) == pytest.approx(np.log(5), abs=1e-6)
+    causal = torch.tril(torch.ones(4, 4))
+    causal = causal / causal.sum(-1, keepdim=True)     # row i uniform over i+1 keys
+    want = np.mean([np.log(i + 1) for i in range(4)])
+    assert attention_entropy(causal) == pytest.approx(want, abs=1e-6)
+    assert attention_entropy(np.eye(3)) == 0.0
     with pytest.raises(ValueError, match="must be \\(..., T, T\\)"):
-        attention_entropy(np.ones((3, 4)))
+        attention_entropy(np.ones((3, 4)) / 4)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (np.array([[1.0, 0], [np.nan, 0.5]]), r"attention maps is not finite at index \(1, 0\)"),
+    (np.array([[1.0, 0], [np.inf, 0.5]]), r"not finite"),
+    (np.array([[1.0, 0], [0.3, 0.3]]), r"row \(1,\) sums to 0\.6"),
+    (np.array([[1.0, 0], [-0.5, 1.5]]), r"probabilities in \[0, 1\]"),
+    (np.array([[0.5, 0.5], [0.5, 0.5]]), r"above the diagonal: not causal"),
+])
+def test_attention_entropy_refuses_what_is_not_attention(bad, match):
+    with pytest.raises(ValueError, match=match):
+        attention_entropy(bad)
+
+
+def test_a_diverged_run_is_no_entropy():
+    """NaN in one run's Z: a ValueError naming that run, never an entropy of 0 (the best value)."""
+    c = syn_medium(1)
+    Z = np.zeros((4, c.M, c.M))
+    Z[2, c.query[0], 5] = np.nan
+    with pytest.raises(ValueError, match=r"Z is not finite at run 2 "):
+        distinct_entropy(c, Z)
+    with pytest.raises(ValueError, match=r"Z is not finite at run 2 "):
+        recall_threshold(c, Z, [0.01])
+    Z[2, c.query[0], 5] = np.inf
+    with pytest.raises(ValueError, match=r"run 2"):
+        distinct_entropy(c, torch.tensor(Z))
+    with pytest.raises(ValueError, match=r"Z of lr 5 is not finite at index"):
+        distinct_entropy(c, Z[2], what="Z of lr 5")
+    with pytest.raises(ValueError, match=r"must be \(M, M\) or \(R, M, M\) with M=33"):
+        distinct_entropy(c, np.zeros((c.M, c.M + 1)))
+
+
+def test_recall_threshold_values():
+    """Hand-made Z: class n's query row puts weight on its first 3 distinct tokens only."""
+    c = syn_medium(1)                             # K = 2, M = 33, 10 distinct tokens per class
+    Z = np.zeros((c.M, c.M))
+    for n in range(c.K):
+        Z[c.query[n], c.distinct_tokens(n)[:3]] = 5.0
+    th = [0.0, 0.5 / c.M, 1.0 / c.M, 2.0 / c.M, 0.99]
+    r = recall_threshold(c, Z, th)
+    # each row: 3 tokens at e^5/S, 30 at 1/S with S = 3 e^5 + 30; 1/S < 0.5/M < e^5/S < 0.99
+    assert np.exp(5) / (3 * np.exp(5) + 30) > 2.0 / c.M and 1 / (3 * np.exp(5) + 30) < 0.5 / c.M
+    np.testing.assert_allclose(r, [1.0, 0.3, 0.3, 0.3, 0.0], atol=1e-12)
+    rb = recall_threshold(c, np.stack([Z, np.zeros_like(Z)]), th)
+    assert rb.shape == (2, 5)
+    np.testing.assert_allclose(rb[1], [1.0, 1.0, 0.0, 0.0, 0.0], atol=1e-12)   # uniform 1/M: not > 1/M
 
 
 def test_recall_threshold_monotone():
