@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -220,8 +222,9 @@ def main(argv=None):
                                 description="Re-run the experiments of 'Scan and Snap' (Tian et al., NeurIPS 2023).")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("reproduce", help="re-run one figure of the paper and write its PNG and CSV")
-    r.add_argument("figure", choices=FIGURES + EXTRAS + ("all",),
-                   help="which figure ('all': every figure of the paper; 'freeze': the longer Fig. 7 run)")
+    r.add_argument("figure", nargs="+", choices=FIGURES + EXTRAS + ("all",),
+                   help="which figures ('all': every figure of the paper; 'freeze': the longer Fig. 7 run); "
+                        "several share the Syn-Medium sweep")
     r.add_argument("--out", type=Path, required=True,
                    help="output folder (created if missing); each figure's CSV, PNG and provenance "
                         "record (<figure>.provenance.json) are replaced together")
@@ -238,7 +241,11 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     a = p.parse_args(argv)
     from ._validate import resolve_device, positive_int
-    figures = FIGURES if a.figure == "all" else (a.figure,)
+    figures = []
+    for f in a.figure:
+        for g in (FIGURES if f == "all" else (f,)):
+            if g not in figures:
+                figures.append(g)
     try:
         device = str(resolve_device(a.device))
         if a.steps is not None:
@@ -252,6 +259,9 @@ def main(argv=None):
             print(f"note: {note}", file=sys.stderr, flush=True)
         print(f"data: {data_record['detail']}", flush=True)
     env = provenance.environment(device)
+    # SIGTERM as SystemExit: the staging folder of the figure in progress is removed on the way out
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda sig, frame: sys.exit(128 + sig))
     cache: dict = {}
     for fig in figures:
         t0 = time.perf_counter()
