@@ -8,7 +8,7 @@ NOTEBOOKS := $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/
 
 ASSETS := _assets/.installed
 
-.PHONY: all install assets book test bench clean
+.PHONY: all install assets book test bench mutants clean
 all: book
 
 $(STAMP): requirements.txt requirements.lock pyproject.toml
@@ -53,6 +53,22 @@ endif
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_fig6.py --write bench/RESULTS.md
+
+# Mutation testing (not part of `make test`; long: see bench/MUTATION.md). mutmut mutates data.py,
+# model.py, train.py, theory.py and metrics.py ([tool.mutmut] in pyproject.toml) and runs the fast
+# unit tests against each mutant, one torch thread per test process. MUTANTS='scansnap.metrics.*'
+# limits the run; MUTANT_JOBS sets the parallel test processes. Prints the score and every survivor.
+MUTANTS ?=
+MUTANT_JOBS ?= 2
+mutants: $(STAMP)
+	rm -rf mutants
+	SCANSNAP_TEST_THREADS=1 OMP_NUM_THREADS=1 nice -n 10 $(BIN)/mutmut run --max-children $(MUTANT_JOBS) $(MUTANTS)
+	$(BIN)/mutmut export-cicd-stats
+	@$(BIN)/python -c "import json; s = json.load(open('mutants/mutmut-cicd-stats.json')); \
+	  tried = s['total'] - s['skipped']; killed = s['killed'] + s['timeout']; \
+	  print(f\"mutants: {killed} of {tried} killed ({100 * killed / max(tried, 1):.1f}%); not killed: \
+	  {s['survived']} survived, {s['no_tests']} reached by no test, {s['suspicious']} suspicious\")"
+	$(BIN)/mutmut results
 
 clean:
 	rm -rf _build _assets
