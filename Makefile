@@ -8,7 +8,7 @@ NOTEBOOKS := $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/
 
 ASSETS := _assets/.installed
 
-.PHONY: all install assets book test bench mutants clean
+.PHONY: all install assets book url-note test bench mutants clean
 all: book
 
 $(STAMP): requirements.txt requirements.lock pyproject.toml
@@ -39,9 +39,24 @@ CHROMIUM ?= /usr/bin/chromium
 $(CHROMIUM):
 	apt-get install -y -q chromium >/dev/null || (apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null)
 
+# The repository URL in _config.yml (launch buttons, the chapters' install cell) is a placeholder
+# until the project has its public home: every `make book` says so, loudly, while it is
+# (tests/test_repository_url.py keeps this note and the README's in step with _config.yml).
+PLACEHOLDER_URL := https://github.com/scansnap/scansnap
+url-note:
+	@if grep -Eq '^  url: $(PLACEHOLDER_URL) *$$' _config.yml; then \
+	  echo ""; \
+	  echo "!!! NOTE: repository.url in _config.yml is still the placeholder $(PLACEHOLDER_URL)."; \
+	  echo "!!! The Colab/Binder buttons and every chapter's install cell point there. Set the real"; \
+	  echo "!!! URL in _config.yml and the install cells before publishing (see README, 'Repository URL')."; \
+	  echo ""; \
+	fi
+
 book: $(STAMP) $(ASSETS)
+	@$(MAKE) -s --no-print-directory url-note
 	$(BIN)/jupyter-book build . -n -W --keep-going
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
+	@$(MAKE) -s --no-print-directory url-note
 
 # tests/ includes the browser test (builds the book, reads every page in headless chromium) and
 # the fresh-environment test (every chapter from its own install cell).
