@@ -161,7 +161,10 @@ def omega1(M: int) -> float:
     The function has zeros only for M >= 4 (its minimum, at e^{Mh} = M-1, is
     (M-1)(1 - ln(M-1)), negative iff M - 1 > e): M < 4 is a ValueError.
     """
-    M = positive_int("M", M, minimum=4)
+    M = positive_int("M", M, minimum=2)
+    if M < 4:
+        raise ValueError(f"M must be an integer >= 4, got {M}: exp(Mh) - (M-1)Mh has no zero for "
+                         "M < 4, so Lemma 8's omega_1 does not exist")
     g = lambda w: w * np.log(M) - np.log((1 + w) * (M - 1) * np.log(M) / M)
     return brentq(g, 1e-12, 10.0)
 
