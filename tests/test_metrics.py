@@ -93,6 +93,20 @@ def test_recall_threshold_values():
     np.testing.assert_allclose(rb[1], [1.0, 1.0, 0.0, 0.0, 0.0], atol=1e-12)   # uniform 1/M: not > 1/M
 
 
+def test_recall_threshold_is_a_mean_over_classes():
+    """Classes with 2 and 4 distinct tokens: recall is the mean of the per-class fractions
+    (1/2 and 3/4: 0.625), not the fraction of all distinct tokens pooled (4/6)."""
+    from scansnap import SequenceClasses
+    probs = np.zeros((2, 11))
+    probs[0, [0, 1, 2]] = [0.5, 0.25, 0.25]
+    probs[1, [0, 3, 4, 5, 6]] = [0.2, 0.2, 0.2, 0.2, 0.2]
+    c = SequenceClasses(probs, query=[7, 8], next_token=[9, 10])
+    Z = np.zeros((11, 11))
+    Z[7, 1] = 5.0
+    Z[8, [3, 4, 5]] = 5.0
+    np.testing.assert_allclose(recall_threshold(c, Z, [0.05, 0.5, 0.9]), [0.625, 0.25, 0.5 * 0.5], atol=1e-12)
+
+
 def test_recall_threshold_monotone():
     c = syn_small()
     rng = np.random.default_rng(0)
