@@ -114,3 +114,34 @@ def test_recall_threshold_monotone():
     th = np.linspace(0, 0.2, 30)
     r = recall_threshold(c, Z, th)
     assert r[0] == 1.0 and r[-1] < 1.0 and np.all(np.diff(r) <= 0)
+
+
+def test_metrics_refuse_bad_classes_and_thresholds():
+    from scansnap import SequenceClasses
+    c = syn_small()
+    Z = np.zeros((c.M, c.M))
+    for f in (lambda: distinct_entropy("syn_small", Z), lambda: recall_threshold([], Z, [0.1])):
+        with pytest.raises(ValueError, match=r"classes must be a SequenceClasses, got (str|list)"):
+            f()
+    # class 1 has only the common token: no distinct tokens, so no distinct-token metric
+    probs = np.zeros((2, 6))
+    probs[0, [0, 1]] = 0.5
+    probs[1, 0] = 1.0
+    only_common = SequenceClasses(probs, query=[2, 3], next_token=[4, 5])
+    for f in (distinct_entropy, lambda cl, z: recall_threshold(cl, z, [0.1])):
+        with pytest.raises(ValueError, match=r"^class 1 has no distinct tokens"):
+            f(only_common, np.zeros((6, 6)))
+    with pytest.raises(ValueError, match=r"thresholds is not finite at index \(1,\)"):
+        recall_threshold(c, Z, [0.1, np.nan])
+    with pytest.raises(ValueError, match=r"thresholds must be a 1-d list of numbers, got shape \(2, 2\)"):
+        recall_threshold(c, Z, [[0.1, 0.2], [0.3, 0.4]])
+
+
+def test_recall_threshold_with_huge_logits():
+    """A logit of 1000 in one class's row and none in the other: each row is its own softmax
+    (no overflow, no underflow of the other row to 0/0)."""
+    c = syn_small()                             # two classes, two query tokens
+    Z = np.zeros((c.M, c.M))
+    Z[c.query[0], c.distinct_tokens(0)[0]] = 1000.0
+    r = recall_threshold(c, Z, [0.5 / c.M, 0.5])
+    np.testing.assert_allclose(r, [(0.1 + 1.0) / 2, 0.1 / 2], atol=1e-12)
