@@ -145,3 +145,15 @@ def test_recall_threshold_with_huge_logits():
     Z[c.query[0], c.distinct_tokens(0)[0]] = 1000.0
     r = recall_threshold(c, Z, [0.5 / c.M, 0.5])
     np.testing.assert_allclose(r, [(0.1 + 1.0) / 2, 0.1 / 2], atol=1e-12)
+
+
+def test_attention_entropy_edges():
+    assert attention_entropy(np.ones((1, 1))) == 0.0                          # one key: certain
+    with pytest.raises(ValueError, match=r"attention maps are empty: shape \(0, 3, 3\)"):
+        attention_entropy(np.zeros((0, 3, 3)))
+    with pytest.raises(ValueError, match=r"probabilities in \[0, 1\]; found (np\.float64\()?1\.5\)?$"):
+        attention_entropy(np.array([[1.5, 0.0], [0.5, 0.5]]))                   # too large, none negative
+    with pytest.raises(ValueError, match=r"probabilities in \[0, 1\]; found (np\.float64\()?-0\.5\)?$"):
+        attention_entropy(np.array([[1.0, 0.0], [-0.5, 1.5]]))
+    # inside the tolerance (a map read back from a CSV with 6 digits): accepted
+    assert np.isfinite(attention_entropy(np.array([[1.001, 0.0], [0.5, 0.5]])))
