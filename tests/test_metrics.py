@@ -51,6 +51,7 @@ def test_attention_entropy_values():
     (np.array([[1.0, 0], [np.nan, 0.5]]), r"attention maps is not finite at index \(1, 0\)"),
     (np.array([[1.0, 0], [np.inf, 0.5]]), r"not finite"),
     (np.array([[1.0, 0], [0.3, 0.3]]), r"row \(1,\) sums to 0\.6"),
+    (np.array([[1.0, 0], [0.8, 0.4]]), r"row \(1,\) sums to 1\.2"),
     (np.array([[1.0, 0], [-0.5, 1.5]]), r"probabilities in \[0, 1\]"),
     (np.array([[0.5, 0.5], [0.5, 0.5]]), r"above the diagonal: not causal"),
 ])
@@ -145,6 +146,8 @@ def test_recall_threshold_with_huge_logits():
     Z[c.query[0], c.distinct_tokens(0)[0]] = 1000.0
     r = recall_threshold(c, Z, [0.5 / c.M, 0.5])
     np.testing.assert_allclose(r, [(0.1 + 1.0) / 2, 0.1 / 2], atol=1e-12)
+    rs = recall_threshold(c, np.stack([Z, Z]), [0.5 / c.M, 0.5])              # a stack of runs: the same
+    np.testing.assert_allclose(rs, [r, r], atol=1e-12)
 
 
 def test_attention_entropy_edges():
