@@ -8,7 +8,7 @@ NOTEBOOKS := $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/
 
 ASSETS := _assets/.installed
 
-.PHONY: all install assets book test bench clean
+.PHONY: all install assets book url-note test bench mutants clean
 all: book
 
 $(STAMP): requirements.txt requirements.lock pyproject.toml
@@ -39,9 +39,24 @@ CHROMIUM ?= /usr/bin/chromium
 $(CHROMIUM):
 	apt-get install -y -q chromium >/dev/null || (apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null)
 
+# The repository URL in _config.yml (launch buttons, the chapters' install cell) is a placeholder
+# until the project has its public home: every `make book` says so, loudly, while it is
+# (tests/test_repository_url.py keeps this note and the README's in step with _config.yml).
+PLACEHOLDER_URL := https://github.com/scansnap/scansnap
+url-note:
+	@if grep -Eq '^  url: $(PLACEHOLDER_URL) *$$' _config.yml; then \
+	  echo ""; \
+	  echo "!!! NOTE: repository.url in _config.yml is still the placeholder $(PLACEHOLDER_URL)."; \
+	  echo "!!! The Colab/Binder buttons and every chapter's install cell point there. Set the real"; \
+	  echo "!!! URL in _config.yml and the install cells before publishing (see README, 'Repository URL')."; \
+	  echo ""; \
+	fi
+
 book: $(STAMP) $(ASSETS)
+	@$(MAKE) -s --no-print-directory url-note
 	$(BIN)/jupyter-book build . -n -W --keep-going
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
+	@$(MAKE) -s --no-print-directory url-note
 
 # tests/ includes the browser test (builds the book, reads every page in headless chromium) and
 # the fresh-environment test (every chapter from its own install cell).
@@ -53,6 +68,24 @@ endif
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_fig6.py --write bench/RESULTS.md
+
+# Mutation testing (not part of `make test`; long: see bench/MUTATION.md). mutmut mutates data.py,
+# model.py, train.py, theory.py and metrics.py ([tool.mutmut] in pyproject.toml) and runs the fast
+# unit tests against each mutant, one torch thread per test process. MUTANTS='scansnap.metrics.*'
+# limits the run; MUTANT_JOBS sets the parallel test processes. Prints the score and every survivor.
+MUTANTS ?=
+MUTANT_JOBS ?= 2
+mutants: $(STAMP)
+	rm -rf mutants
+	SCANSNAP_TEST_THREADS=1 OMP_NUM_THREADS=1 nice -n 10 $(BIN)/mutmut run --max-children $(MUTANT_JOBS) $(MUTANTS)
+	$(BIN)/mutmut export-cicd-stats
+	@$(BIN)/python -c "import json; s = json.load(open('mutants/mutmut-cicd-stats.json')); \
+	  killed = s['killed'] + s['timeout']; \
+	  tried = killed + s['survived'] + s['no_tests'] + s['suspicious'] + s['segfault']; \
+	  print(f\"mutants: {killed} of {tried} killed ({100 * killed / max(tried, 1):.1f}%); not killed: \
+	  {s['survived']} survived, {s['no_tests']} reached by no test, {s['suspicious']} suspicious, \
+	  {s['segfault']} crashed; {s['total'] - tried - s['skipped']} not run (MUTANTS)\")"
+	$(BIN)/mutmut results | grep -v ': not checked$$' || true
 
 clean:
 	rm -rf _build _assets

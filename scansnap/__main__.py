@@ -3,18 +3,23 @@ from __future__ import annotations
 
 import argparse
 import csv
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
+import warnings
+
 import numpy as np
 
+from . import provenance
 from .experiments import COMMON
+from .provenance import LM_FIGURES, PAPER_SEEDS
 from .wikitext import SOURCES
 
 FIGURES = ("fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10", "fig11", "fig12")
 EXTRAS = ("freeze",)   # beyond the paper's figures; not part of 'all'
-
 
 
 def _seeds(text: str):
@@ -29,6 +34,10 @@ def _seeds(text: str):
         raise argparse.ArgumentTypeError(f"seeds must look like '1-10' or '1,2,5', got {text!r}")
     if not out:
         raise argparse.ArgumentTypeError(f"no seeds in {text!r}")
+    dup = sorted({x for x in out if out.count(x) > 1})
+    if dup:
+        raise argparse.ArgumentTypeError(f"seed {dup[0]} is listed twice in {text!r}: a repeated seed "
+                                         "repeats a run and shrinks the error bars")
     return out
 
 
@@ -195,40 +204,81 @@ def reproduce_fig9(out: Path, **_):
     return ["fig9.csv", "fig9.png"]
 
 
+def _data(source: str, figures) -> tuple[str | None, dict | None, list]:
+    """Resolve ``--data`` before any computation: (source used, its record, notes), or
+    (None, None, []) when no figure reads text. A failed download raises OSError here."""
+    if not any(f in LM_FIGURES for f in figures):
+        return None, None, []
+    from . import wikitext
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        corpus = wikitext.load(source)
+    notes = [str(w.message) for w in caught]
+    return corpus.source, {"asked": source, "source": corpus.source, "detail": corpus.detail}, notes
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m scansnap",
                                 description="Re-run the experiments of 'Scan and Snap' (Tian et al., NeurIPS 2023).")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("reproduce", help="re-run one figure of the paper and write its PNG and CSV")
-    r.add_argument("figure", choices=FIGURES + EXTRAS + ("all",),
-                   help="which figure ('all': every figure of the paper; 'freeze': the longer Fig. 7 run)")
-    r.add_argument("--out", type=Path, required=True, help="output folder (created if missing)")
+    r.add_argument("figure", nargs="+", choices=FIGURES + EXTRAS + ("all",),
+                   help="which figures ('all': every figure of the paper; 'freeze': the longer Fig. 7 run); "
+                        "several share the Syn-Medium sweep")
+    r.add_argument("--out", type=Path, required=True,
+                   help="output folder (created if missing); each figure's CSV, PNG and provenance "
+                        "record (<figure>.provenance.json) are replaced together")
     r.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:N'")
     r.add_argument("--steps", type=int, default=None,
                    help="training steps per run (default: the paper's, 100 for the synthetic data, "
                         "1500 for fig7; 300 for fig10)")
-    r.add_argument("--seeds", type=_seeds, default=tuple(range(1, 11)),
+    r.add_argument("--seeds", type=_seeds, default=PAPER_SEEDS,
                    help="seeds of the Syn-Medium sweep (figs 6, 11, 12), e.g. '1-10' (paper) or '1,2'")
     r.add_argument("--data", default="shipped", choices=SOURCES,
                    help="text for figs 7, 10 and 'freeze': the shipped WikiText-2 valid+test split by "
                         "article (offline, default), the full WikiText-2 or WikiText-103 (downloaded once), "
-                        "or 'auto' (full WikiText-2 when reachable, else shipped)")
+                        "or 'auto' (full WikiText-2 when reachable, else shipped, saying so)")
+    argv = sys.argv[1:] if argv is None else list(argv)
     a = p.parse_args(argv)
     from ._validate import resolve_device, positive_int
+    figures = []
+    for f in a.figure:
+        for g in (FIGURES if f == "all" else (f,)):
+            if g not in figures:
+                figures.append(g)
     try:
         device = str(resolve_device(a.device))
         if a.steps is not None:
             positive_int("steps", a.steps)
-    except ValueError as e:
-        p.error(str(e))
-    a.out.mkdir(parents=True, exist_ok=True)
+        out = provenance.check_out_dir(a.out)
+        data, data_record, data_notes = _data(a.data, figures)
+    except (ValueError, OSError) as e:
+        p.exit(2, f"{p.prog}: error: {e}\n")
+    if data_record is not None:
+        for note in data_notes:
+            print(f"note: {note}", file=sys.stderr, flush=True)
+        print(f"data: {data_record['detail']}", flush=True)
+    env = provenance.environment(device)
+    # SIGTERM as SystemExit: the staging folder of the figure in progress is removed on the way out
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda sig, frame: sys.exit(128 + sig))
     cache: dict = {}
-    for fig in (FIGURES if a.figure == "all" else (a.figure,)):
+    for fig in figures:
         t0 = time.perf_counter()
-        files = globals()[f"reproduce_{fig}"](a.out, device=device, steps=a.steps, seeds=a.seeds, cache=cache,
-                                              data=a.data)
-        print(f"{fig}: wrote {', '.join(str(a.out / f) for f in files)} in {time.perf_counter() - t0:.1f} s on {device}",
-              flush=True)
+        with provenance.staged(out, fig) as stage:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                files = globals()[f"reproduce_{fig}"](stage, device=device, steps=a.steps, seeds=a.seeds,
+                                                      cache=cache, data=data)
+            notes = [f"{w.category.__name__}: {w.message}" for w in caught]
+            for note in notes:
+                print(f"{fig}: {note}", file=sys.stderr, flush=True)
+            rec = provenance.record(fig, stage, files, provenance.settings_for(fig, a.steps, a.seeds, data),
+                                    data_record if fig in LM_FIGURES else None, env,
+                                    time.perf_counter() - t0, notes, argv)
+            names = provenance.commit(stage, out, fig, rec)
+        print(f"{fig}: wrote {', '.join(str(out / f) for f in names)} in {time.perf_counter() - t0:.1f} s "
+              f"on {device}", flush=True)
     return 0
 
 

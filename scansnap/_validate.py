@@ -1,9 +1,20 @@
-"""Early, named checks on user input: bad input gets a clear error naming the value, never a NaN later."""
+"""Early, named checks on user input: bad input gets a clear error naming the value, never a NaN later.
+
+Also the one place that decides which device a trainer uses when it is not told
+(:func:`resolve_device` with ``device=None``): the process-wide default of
+:func:`set_default_device`, ``"auto"`` unless set. ``scansnap.book`` states the rule the
+chapters follow.
+"""
 from __future__ import annotations
 
+import contextlib
 import math
 
+import numpy as np
 import torch
+
+_DEVICE_HELP = "use 'auto', 'cpu', 'cuda' or 'cuda:N'"
+_default_device = "auto"
 
 
 def positive(name: str, value) -> float:
@@ -27,21 +38,90 @@ def positive_int(name: str, value, minimum: int = 1) -> int:
     return v
 
 
+def integer(name: str, value) -> int:
+    """An integer (a Python or numpy int, not a float or bool), else ValueError naming it."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    return int(value)
+
+
+def unit_interval(name: str, value) -> float:
+    """A number in [0, 1) (momentum, Adam's betas), else ValueError naming it."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number in [0, 1), got {value!r}") from None
+    if not 0 <= v < 1:          # False for NaN too
+        raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+    return v
+
+
+def finite(name: str, a, runs: bool = False) -> np.ndarray:
+    """``a`` as a float64 array with no NaN or inf, else ValueError naming where.
+
+    With ``runs=True`` the leading axis indexes runs and the message names the run: a
+    diverged run must read as diverged, never as a number.
+    """
+    x = a.detach().cpu().double().numpy() if isinstance(a, torch.Tensor) else np.asarray(a, float)
+    bad = ~np.isfinite(x)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        where = f"run {idx[0]}" if runs and x.ndim >= 1 else f"index {idx}"
+        raise ValueError(f"{name} is not finite at {where} ({x[idx]!r}; {int(bad.sum())} of {x.size} "
+                         "values): a diverged run has no meaningful value")
+    return x
+
+
+# ---------------------------------------------------------------------------------------
+# Devices
+# ---------------------------------------------------------------------------------------
+
+def set_default_device(device) -> str:
+    """Set the device that ``device=None`` means everywhere in the package; returns the old one.
+
+    ``device`` is ``"auto"`` (CUDA when present, else the CPU), ``"cpu"``, ``"cuda"`` or
+    ``"cuda:N"``; it is checked now (an unknown or unusable device raises here).
+    """
+    global _default_device
+    if device is None:
+        raise ValueError(f"the default device cannot be None: {_DEVICE_HELP}")
+    resolve_device(device)
+    old = _default_device
+    _default_device = device if device == "auto" else str(resolve_device(device))
+    return old
+
+
+def get_default_device() -> str:
+    """What ``device=None`` means now (``"auto"`` unless :func:`set_default_device` changed it)."""
+    return _default_device
+
+
+@contextlib.contextmanager
+def default_device(device):
+    """``with default_device("auto"): ...``: ``device=None`` means ``device`` inside the block."""
+    old = set_default_device(device)
+    try:
+        yield get_default_device()
+    finally:
+        set_default_device(old)
+
+
 def resolve_device(device) -> torch.device:
-    """'auto' picks CUDA when present; anything else must name a usable device."""
+    """``None``: the process default (:func:`get_default_device`). ``'auto'`` picks CUDA when
+    present; anything else must name a usable device."""
+    if device is None:
+        device = _default_device
     if isinstance(device, torch.device):
         dev = device
-    elif device is None or device == "auto":
+    elif device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     else:
         try:
             dev = torch.device(device)
         except (RuntimeError, TypeError):
-            raise ValueError(
-                f"unknown device {device!r}: use 'auto', 'cpu', 'cuda' or 'cuda:N'"
-            ) from None
+            raise ValueError(f"unknown device {device!r}: {_DEVICE_HELP}") from None
     if dev.type not in ("cpu", "cuda"):
-        raise ValueError(f"unknown device {device!r}: use 'auto', 'cpu', 'cuda' or 'cuda:N'")
+        raise ValueError(f"unknown device {device!r}: {_DEVICE_HELP}")
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {device!r} asked for, but CUDA is not available here")
     return dev

@@ -1,16 +1,41 @@
-"""What every chapter does first, in one place (the chapters call :func:`setup` and nothing else)."""
+"""What every chapter does first, in one place (the chapters call :func:`setup` and nothing else).
+
+The device rule
+---------------
+Every trainer of the package takes ``device=None``, meaning the process-wide default
+(``scansnap._validate.get_default_device()``, ``"auto"`` = CUDA when present, else the CPU).
+:func:`setup`, which every chapter's install cell calls, sets that default to ``"cpu"``: the
+Y/Z models are tiny, and so every number a chapter prints, and that ``pytest --nbval``
+compares, is the CPU's on every machine, with or without a GPU. Interactive work that prints
+nothing nbval compares (a slider redrawing its figure in a live kernel, a chapter's optional
+long run) asks for the GPU when there is one by running inside :func:`interactive_device`::
+
+    with scansnap.book.interactive_device():
+        res = train(classes, ...)        # on CUDA when present
+
+The command line (``python -m scansnap reproduce``) passes its ``--device`` (default
+``auto``) explicitly to every trainer and records the device it used beside its results.
+"""
 from __future__ import annotations
+
+import contextlib
 
 import torch
 
+from ._validate import default_device, set_default_device
+
+BOOK_DEVICE = "cpu"          # what device=None means in a chapter (see the rule above)
+
 
 def setup(threads: int = 2) -> None:
-    """Figures inline as PNG, and ``threads`` CPU threads for torch.
+    """Figures inline as PNG, ``threads`` CPU threads for torch, and the book's device rule.
 
     Two threads: the book is measured on a 2-core laptop CPU, and more threads than cores
-    make torch's OpenMP workers spin against each other.
+    make torch's OpenMP workers spin against each other. The default device becomes the CPU
+    (see the module's docstring): a chapter's printed numbers never depend on a GPU.
     """
     torch.set_num_threads(threads)
+    set_default_device(BOOK_DEVICE)
     try:
         from IPython import get_ipython
     except ImportError:  # plain Python: nothing to set up for figures
@@ -19,3 +44,14 @@ def setup(threads: int = 2) -> None:
     if ip is not None:
         # without it IPython 9 gives a Figure only a text repr: the static book would show no figure
         ip.run_line_magic("matplotlib", "inline")
+
+
+@contextlib.contextmanager
+def interactive_device(device="auto"):
+    """Inside the block, trainers called with ``device=None`` use ``device`` (default ``"auto"``:
+    the GPU when there is one). For sliders and long optional runs whose output nbval does not
+    compare; the previous default comes back on leaving, even after an error. Yields the
+    ``torch.device`` that ``device=None`` now resolves to."""
+    from ._validate import resolve_device
+    with default_device(device):
+        yield resolve_device(None)

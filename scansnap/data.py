@@ -218,8 +218,15 @@ def sample_tokens(classes: SequenceClasses, batch: int, T: int, generator: torch
     its contextual tokens are i.i.d. from P(.|n). ``probs`` may pass a cached tensor of
     ``classes.probs`` on the generator's device.
     """
+    if not isinstance(classes, SequenceClasses):
+        raise ValueError(f"classes must be a SequenceClasses, got {type(classes).__name__}")
     batch = positive_int("batch size", batch)
     T = positive_int("T (sequence length)", T, minimum=2)
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator (seeded), got {type(generator).__name__}")
+    if probs is not None and tuple(probs.shape) != classes.probs.shape:
+        raise ValueError(f"probs must be the ({classes.K}, {classes.M}) table of the classes, "
+                         f"got shape {tuple(probs.shape)}")
     device = generator.device
     if probs is None:
         probs = classes.torch_probs(device)
@@ -232,6 +239,11 @@ def sample_tokens(classes: SequenceClasses, batch: int, T: int, generator: torch
 
 def counts_from_tokens(tokens: torch.Tensor, M: int, dtype=torch.float32) -> torch.Tensor:
     """Token-count vectors (..., M) of the contextual part tokens[..., :-1]."""
+    M = positive_int("M (vocabulary size)", M)
+    if not isinstance(tokens, torch.Tensor) or tokens.dtype.is_floating_point or tokens.dtype == torch.bool \
+            or tokens.dim() < 1:
+        raise ValueError(f"tokens must be a tensor of integer token ids (..., T), got "
+                         f"{getattr(tokens, 'dtype', type(tokens).__name__)}")
     ctx = tokens[..., :-1]
     if ctx.numel() and (int(ctx.min()) < 0 or int(ctx.max()) >= M):
         bad = ctx[(ctx < 0) | (ctx >= M)][0].item()

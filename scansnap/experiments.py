@@ -18,7 +18,7 @@ SLIDER_ETAS = (0.1, 0.3, 1.0, 3.0, 10.0)
 FIG6 = dict(num_last=(1, 3, 5, 10), eta_z=(0.5, 1, 2, 3), ratio=(1, 2, 5, 10), seeds=tuple(range(1, 11)))
 
 
-def fig4(eta_y=1.0, eta_z=1.0, seed=2, device="auto", **overrides):
+def fig4(eta_y=1.0, eta_z=1.0, seed=2, device=None, **overrides):
     """Paper Fig. 4 (Syn-Small): one run from Y = Z = 0; returns (classes, TrainResult)."""
     classes = syn_small()
     kw = dict(COMMON, init="zero", snapshot_steps=FIG4_SNAPSHOTS)
@@ -27,7 +27,7 @@ def fig4(eta_y=1.0, eta_z=1.0, seed=2, device="auto", **overrides):
 
 
 def syn_medium_sweep(num_last=FIG6["num_last"], eta_z=FIG6["eta_z"], ratio=FIG6["ratio"],
-                     seeds=FIG6["seeds"], device="auto", progress=False, **overrides):
+                     seeds=FIG6["seeds"], device=None, progress=False, **overrides):
     """The Syn-Medium grid of Figs. 6, 11, 12: {num_last: (classes, TrainResult)}, batched per num_last."""
     kw = dict(COMMON, init="default")
     kw.update(overrides)
@@ -43,7 +43,7 @@ def syn_medium_sweep(num_last=FIG6["num_last"], eta_z=FIG6["eta_z"], ratio=FIG6[
 
 
 def fig6(num_last=FIG6["num_last"], eta_z=FIG6["eta_z"], ratio=FIG6["ratio"], seeds=FIG6["seeds"],
-         device="auto", progress=False, sweep=None, **overrides):
+         device=None, progress=False, sweep=None, **overrides):
     """Paper Fig. 6 (Syn-Medium): the entropy sweep, batched per num_last (one vocabulary each).
 
     Returns a dict of flat arrays num_last, eta_z, ratio, seed, entropy (one row per run).
@@ -80,7 +80,7 @@ def fig11_12(sweep, n_thresholds: int = 17):
     return {k: np.concatenate(v) for k, v in rows.items()}
 
 
-def fig5(etas=(0.1, 0.5, 1.0), seed=2, device="auto", **overrides):
+def fig5(etas=(0.1, 0.5, 1.0), seed=2, device=None, **overrides):
     """Paper Fig. 5 (Syn-Small, Adam, eta_Y = eta_Z = eta): final c_n of class 0 for each eta."""
     classes = syn_small()
     kw = dict(COMMON, init="zero", optimizer="adam")
@@ -106,7 +106,7 @@ def wikitext_data(source="shipped", min_freq=LM_MIN_FREQ):
     return vocab.encode(corpus.train), vocab.encode(corpus.valid), vocab
 
 
-def fig7(steps=FIG7["steps"], layers=(1, 3), device="auto", progress=False, source="shipped"):
+def fig7(steps=FIG7["steps"], layers=(1, 3), device=None, progress=False, source="shipped"):
     """Fig. 7: lowest-layer attention on a validation window during SGD (lr 5), 1 and 3 layers."""
     from .train import train_lm
     tr, va, vocab = wikitext_data(source)
@@ -121,7 +121,7 @@ FREEZE = dict(lr=FIG7["lr"], steps=6000, every=250, layers=1)
 
 
 def lm_freezing(steps=FREEZE["steps"], every=FREEZE["every"], lr=FREEZE["lr"], layers=FREEZE["layers"],
-                device="auto", progress=False, source="shipped"):
+                device=None, progress=False, source="shipped"):
     """Does the real model's attention freeze while the learning rate stays constant (Sec. 8)?
 
     One run of Fig. 7's setting (SGD at one rate), longer, with the lowest layer's attention on
@@ -173,7 +173,7 @@ def validation_attention_entropy(model, valid_ids, bptt=35, batches=20, batch=10
     return float(np.mean(vals))
 
 
-def fig10(lrs=FIG10["lrs"], seeds=FIG10["seeds"], steps=FIG10["steps"], device="auto", progress=False,
+def fig10(lrs=FIG10["lrs"], seeds=FIG10["seeds"], steps=FIG10["steps"], device=None, progress=False,
           source="shipped"):
     """Fig. 10: validation attention entropy of a 1-layer model vs the SGD learning rate."""
     from .train import train_lm
@@ -189,14 +189,31 @@ def fig10(lrs=FIG10["lrs"], seeds=FIG10["seeds"], steps=FIG10["steps"], device="
 def book_results() -> dict:
     """The committed results of ``reproduce all`` (package data, so a chapter opened alone in
     Colab has them too): {figure name: {column: array}}. Regenerate them with
-    ``python -m scansnap reproduce all --out scansnap/results``."""
+    ``python -m scansnap reproduce all --out scansnap/results`` (and ``reproduce freeze``).
+
+    Every CSV must be vouched for by the provenance record written beside it (its sha256
+    matches: not a mixed or edited set) and have been made with the paper's settings (no
+    ``--steps``, ``--seeds`` or ``--data``): otherwise a ValueError says which file and why,
+    since the book quotes these numbers as the paper's.
+    """
     from importlib.resources import files
 
-    folder = files("scansnap") / "results"
-    out = {p.name[:-4]: load_csv(p) for p in sorted(folder.iterdir(), key=lambda p: p.name)
-           if p.name.endswith(".csv")}
-    if not out:
+    return read_results(files("scansnap") / "results")
+
+
+def read_results(folder) -> dict:
+    """The CSVs of a ``reproduce`` output folder, each checked as :func:`book_results` says."""
+    from . import provenance
+
+    csvs = sorted((p for p in folder.iterdir() if p.name.endswith(".csv")), key=lambda p: p.name)
+    if not csvs:
         raise FileNotFoundError(f"no results in {folder}: run python -m scansnap reproduce all --out scansnap/results")
+    records = provenance.read_records(folder)
+    out = {}
+    for p in csvs:
+        rec = provenance.verify(p, records)
+        provenance.check_settings(p, rec)
+        out[p.name[:-4]] = load_csv(p)
     return out
 
 
@@ -204,7 +221,18 @@ def load_csv(path) -> dict:
     """A CSV written by ``python -m scansnap reproduce`` as {column: numpy array} (numbers as float)."""
     import csv
     with open(path, newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    if not rows:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        rows = list(reader)
+    if not header or not rows:
         raise ValueError(f"{path} has no rows")
-    return {k: np.array([float(r[k]) for r in rows]) for k in rows[0]}
+    out = {k: np.empty(len(rows)) for k in header}
+    for i, row in enumerate(rows, start=2):
+        if len(row) != len(header):
+            raise ValueError(f"{path}, line {i}: {len(row)} fields, the header has {len(header)}")
+        for k, v in zip(header, row):
+            try:
+                out[k][i - 2] = float(v)
+            except ValueError:
+                raise ValueError(f"{path}, line {i}: {k} = {v!r} is not a number") from None
+    return out

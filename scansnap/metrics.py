@@ -1,11 +1,18 @@
-"""What the paper measures (Sec. 8, App. G): entropies and the recall-threshold curve."""
+"""What the paper measures (Sec. 8, App. G): entropies and the recall-threshold curve.
+
+A metric never turns a diverged run into a number: NaN or inf anywhere in its input is a
+ValueError naming the run (for a stack of runs) or the place, since an entropy computed
+from NaN would read as 0, perfectly sparse attention, the best possible value.
+"""
 from __future__ import annotations
 
 import numpy as np
-import torch
 
+from ._validate import finite
 from .data import SequenceClasses
 from .theory import attention_limit_all
+
+_SUM_TOL = 1e-3   # attention rows sum to 1; maps read back from a CSV carry 6 digits
 
 
 def _entropy(p, axis=-1):
@@ -14,46 +21,69 @@ def _entropy(p, axis=-1):
         return -np.sum(np.where(p > 0, p * np.log(p), 0.0), axis=axis)
 
 
-def _as_numpy(Z):
-    return Z.detach().cpu().double().numpy() if isinstance(Z, torch.Tensor) else np.asarray(Z, float)
+def _check_Z(classes: SequenceClasses, Z, what: str) -> np.ndarray:
+    if not isinstance(classes, SequenceClasses):
+        raise ValueError(f"classes must be a SequenceClasses, got {type(classes).__name__}")
+    Z = finite(what, Z, runs=np.ndim(Z) == 3)
+    if Z.ndim not in (2, 3) or Z.shape[-2:] != (classes.M, classes.M):
+        raise ValueError(f"{what} must be (M, M) or (R, M, M) with M={classes.M}; got shape {Z.shape}")
+    if not classes.distinct_mask.any(axis=1).all():
+        n = int(np.flatnonzero(~classes.distinct_mask.any(axis=1))[0])
+        raise ValueError(f"class {n} has no distinct tokens: its distinct-token metrics are undefined")
+    return Z
 
 
-def distinct_entropy(classes: SequenceClasses, Z) -> np.ndarray:
+def distinct_entropy(classes: SequenceClasses, Z, what: str = "Z") -> np.ndarray:
     """Fig. 6: entropy of c_n restricted to G_DT(n) and renormalised, averaged over n.
 
     Z is (M, M) or (R, M, M); returns a float or (R,). c_n is the long-sequence attention
     of Eq. 5 (natural log). Lower entropy = sparser attention on the distinct tokens.
+    ``what`` names Z in error messages.
     """
-    c = attention_limit_all(classes, _as_numpy(Z))            # (..., K, M)
-    mask = classes.distinct_mask
-    if not mask.any(axis=1).all():
-        n = int(np.flatnonzero(~mask.any(axis=1))[0])
-        raise ValueError(f"class {n} has no distinct tokens: its distinct entropy is undefined")
-    d = np.where(mask, c, 0.0)
+    Z = _check_Z(classes, Z, what)
+    c = attention_limit_all(classes, Z)                        # (..., K, M)
+    d = np.where(classes.distinct_mask, c, 0.0)
     d = d / d.sum(axis=-1, keepdims=True)
     return _entropy(d).mean(axis=-1)
 
 
-def attention_entropy(attn, causal: bool = True) -> float:
-    """-sum_j a_ij log a_ij averaged over queries i (and batch, heads) of attention maps (..., T, T)."""
-    a = _as_numpy(attn)
+def attention_entropy(attn, causal: bool = True, what: str = "attention maps") -> float:
+    """-sum_j a_ij log a_ij averaged over queries i (and batch, heads) of attention maps (..., T, T).
+
+    Every row must be a distribution (entries in [0, 1], summing to 1); with ``causal``
+    nothing may lie above the diagonal. NaN or inf is a ValueError naming ``what`` and
+    where (pass the run's name as ``what``).
+    """
+    a = finite(what, attn)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"attention maps must be (..., T, T); got shape {a.shape}")
+        raise ValueError(f"{what} must be (..., T, T); got shape {a.shape}")
+    if a.size == 0:
+        raise ValueError(f"{what} are empty: shape {a.shape}")
+    if a.min() < 0 or a.max() > 1 + _SUM_TOL:
+        raise ValueError(f"{what} must hold probabilities in [0, 1]; found {a.min() if a.min() < 0 else a.max()!r}")
+    sums = a.sum(-1)
+    if np.abs(sums - 1).max() > _SUM_TOL:
+        idx = tuple(int(i) for i in np.unravel_index(np.argmax(np.abs(sums - 1)), sums.shape))
+        raise ValueError(f"{what}: row {idx} sums to {sums[idx]:.6g}, not 1: not an attention map")
+    if causal and np.triu(a, 1).any():
+        raise ValueError(f"{what} have weight above the diagonal: not causal (pass causal=False)")
     return float(_entropy(a).mean())
 
 
-def recall_threshold(classes: SequenceClasses, Z, thresholds) -> np.ndarray:
+def recall_threshold(classes: SequenceClasses, Z, thresholds, what: str = "Z") -> np.ndarray:
     """Figs. 11-12: mark each attention weight 1 if above a threshold; recall of distinct tokens.
 
     For query m = psi(n) the attention weights are softmax(z_m) over the M tokens (so the
     uniform level is 1/M); recall(th) = mean over n of |{l in G_DT(n): a_ml > th}| / |G_DT(n)|.
     Returns (len(thresholds),) or (R, len(thresholds)).
     """
-    Z = _as_numpy(Z)
+    Z = _check_Z(classes, Z, what)
+    th = finite("thresholds", np.atleast_1d(np.asarray(thresholds, float)))
+    if th.ndim != 1:
+        raise ValueError(f"thresholds must be a 1-d list of numbers, got shape {th.shape}")
     rows = Z[..., classes.query, :]
     a = np.exp(rows - rows.max(-1, keepdims=True))
     a /= a.sum(-1, keepdims=True)                              # (..., K, M)
-    th = np.asarray(thresholds, float)
     mask = classes.distinct_mask
     hit = (a[..., None, :, :] > th[:, None, None]) & mask      # (..., n_th, K, M)
     return (hit.sum(-1) / mask.sum(-1)).mean(-1)

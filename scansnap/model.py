@@ -90,12 +90,38 @@ class YZModel(nn.Module):
         return x
 
     def forward_counts(self, counts: torch.Tensor, query: torch.Tensor) -> YZOutput:
-        """Counts path: counts (B, M) or (R, B, M), query (B,) or (R, B)."""
+        """Counts path (Eq. 20): counts (B, M) or (R, B, M), query (B,) or (R, B).
+
+        ``counts[..., l]`` is how often token l occurs among x_1..x_{T-1} (any non-negative
+        finite weights, e.g. P(.|n) for the T -> infinity limit), with at least one token per
+        sequence; ``query`` holds the query token ids x_T in [0, M). Anything else is a
+        ValueError naming the bad entry (an all-zero row would make every logit NaN).
+        """
+        if not isinstance(counts, torch.Tensor) or counts.dim() not in (2, 3):
+            raise ValueError(f"counts must be a (B, M) or (R, B, M) tensor, got "
+                             f"{getattr(counts, 'shape', type(counts).__name__)}")
+        if not isinstance(query, torch.Tensor) or query.dtype.is_floating_point or query.dtype == torch.bool:
+            raise ValueError(f"query must be a tensor of integer token ids, got "
+                             f"{getattr(query, 'dtype', type(query).__name__)}")
         counts = self._runs_axis(counts, "counts")
         query = self._runs_axis(query, "query")
         R, B, M = counts.shape
         if M != self.M:
             raise ValueError(f"counts have {M} tokens, model has M={self.M}")
+        if query.shape != (R, B):
+            raise ValueError(f"query must have one token per sequence: counts are {tuple(counts.shape)}, "
+                             f"query is {tuple(query.shape)}")
+        if query.numel() and (int(query.min()) < 0 or int(query.max()) >= M):
+            bad = query[(query < 0) | (query >= M)][0].item()
+            raise ValueError(f"query token id {bad} out of range [0, {M})")
+        if not torch.isfinite(counts).all() or (counts < 0).any():
+            bad = counts[~torch.isfinite(counts) | (counts < 0)][0].item()
+            raise ValueError(f"counts must be finite and non-negative, got {bad!r}")
+        empty = (counts.sum(-1) <= 0).nonzero()
+        if len(empty):
+            r, b = empty[0].tolist()
+            raise ValueError(f"sequence {b} (run {r}) has all-zero counts: its attention, and every "
+                             "logit, would be NaN (a sequence needs at least one contextual token)")
         zq = self.Z.gather(1, query[..., None].expand(R, B, M))  # z_{x_T, l}
         # Eq. 20: X^T b = X^T p_X / 1^T X^T p_X = softmax over tokens of z + log count
         c = torch.softmax(zq + counts.to(zq.dtype).log(), dim=-1)
@@ -128,7 +154,7 @@ class YZModel(nn.Module):
         gradients of the summed per-run batch-mean cross-entropy (that is, -dJ/dtheta
         averaged over the batch) and returns the per-run losses (R,). ``buf`` holds the
         (R, B, M) work arrays between calls: on a CPU, fresh arrays of that size cost more
-        (page faults) than the arithmetic. ``tests/test_model.py`` checks this against
+        (page faults) than the arithmetic. ``tests/test_lemma1.py`` checks this against
         autograd.
         """
         R, B, M = logcounts.shape

@@ -110,18 +110,25 @@ def h_star(steps: int, M: int, eta_y: float) -> np.ndarray:
 def h_closed(t, M: int, eta_y: float):
     """Lemma 6, Eq. 45 solved for h: exp(Mh) + (M-1) M h = M eta_Y t + 1.
 
-    With u = Mh and A = M eta_Y t + 1: u = A/(M-1) - W(exp(A/(M-1))/(M-1)), where
-    W(e^x) is the Wright omega function omega(x), so no overflow for large t.
+    With u = Mh, A = M eta_Y t + 1 and x = A/(M-1): u = x - W(e^x/(M-1)) = x - omega(y),
+    y = x - ln(M-1), omega the Wright omega function (omega + ln omega = y). Written as
+    u = ln((M-1) omega(y)), the same number without the cancellation of two huge terms,
+    so h stays exact to rounding for any finite t (h -> ln(M eta_Y t)/M for large t).
     """
     M = positive_int("M", M, minimum=2)
     eta_y = positive("eta_y", eta_y)
     t = np.asarray(t, float)
+    if not np.all(np.isfinite(t)):
+        raise ValueError(f"time t must be finite, got {float(t[~np.isfinite(t)].ravel()[0])!r}")
     if np.any(t < 0):
-        raise ValueError(f"time t must be >= 0, got {t.min()!r}")
-    A = M * eta_y * t + 1.0
-    x = A / (M - 1)
-    u = x - np.real(wrightomega(x - np.log(M - 1)))
-    return np.maximum(u, 0.0) / M  # clip the -1e-20 round-off at t = 0
+        raise ValueError(f"time t must be >= 0, got {float(t.min())!r}")
+    with np.errstate(over="ignore"):
+        A = M * eta_y * t + 1.0
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"time t = {float(t.max())!r} too large: M eta_Y t overflows a float")
+    y = A / (M - 1) - np.log(M - 1)
+    u = np.log((M - 1) * np.real(wrightomega(y)))
+    return np.maximum(u, 0.0) / M  # clip the -1e-17 round-off at t = 0
 
 
 def h_ode(t_eval, M: int, eta_y: float, rtol=1e-10, atol=1e-14):
@@ -149,8 +156,15 @@ def gamma(t, M: int, K: int, eta_y: float, discrete: bool = True):
 
 
 def omega1(M: int) -> float:
-    """Lemma 8, Eq. 51: the upper zero (1+omega_1) ln M / M of exp(Mh) - (M-1)Mh."""
-    M = positive_int("M", M, minimum=3)
+    """Lemma 8, Eq. 51: the upper zero (1+omega_1) ln M / M of exp(Mh) - (M-1)Mh.
+
+    The function has zeros only for M >= 4 (its minimum, at e^{Mh} = M-1, is
+    (M-1)(1 - ln(M-1)), negative iff M - 1 > e): M < 4 is a ValueError.
+    """
+    M = positive_int("M", M, minimum=2)
+    if M < 4:
+        raise ValueError(f"M must be an integer >= 4, got {M}: exp(Mh) - (M-1)Mh has no zero for "
+                         "M < 4, so Lemma 8's omega_1 does not exist")
     g = lambda w: w * np.log(M) - np.log((1 + w) * (M - 1) * np.log(M) / M)
     return brentq(g, 1e-12, 10.0)
 
@@ -170,7 +184,8 @@ def omega0(M: int) -> float:
 
 
 def transition_time(M: int, K: int, eta_y: float) -> float:
-    """t_0 = 2 (1 + omega_1) K ln M / eta_Y: the start of stage 2 (Lemma 9, Theorem 4)."""
+    """t_0 = 2 (1 + omega_1) K ln M / eta_Y: the start of stage 2 (Lemma 9, Theorem 4); M >= 4."""
+    K = positive_int("K", K)
     return 2 * (1 + omega1(M)) * K * np.log(M) / positive("eta_y", eta_y)
 
 

@@ -8,19 +8,25 @@ drawn per distinct seed and step, and every run of that seed trains on it.
 from __future__ import annotations
 
 import itertools
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ._validate import positive, positive_int, resolve_device
+from ._validate import integer, positive, positive_int, resolve_device, unit_interval
 from .data import SequenceClasses, sample_tokens, counts_from_tokens
 from .model import YZModel
 
 OPTIMIZERS = ("sgd", "adam")
 PATHS = ("counts", "tokens")
 GRADS = ("lemma1", "autograd")
+DIVERGED_FACTOR = 10.0   # a run ending above 10 x max(first loss, ln M) has diverged (see train)
+
+
+class DivergenceWarning(UserWarning):
+    """Some runs of a Y/Z training diverged (their loss ended far above where it started)."""
 
 
 class BatchedOptimizer:
@@ -35,8 +41,19 @@ class BatchedOptimizer:
     def __init__(self, params_and_lrs, method="sgd", momentum=0.9, betas=(0.9, 0.999), eps=1e-8):
         if method not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {method!r}: use one of {OPTIMIZERS}")
-        if not 0 <= momentum < 1:
-            raise ValueError(f"momentum must be in [0, 1), got {momentum!r}")
+        momentum = unit_interval("momentum", momentum)
+        betas = _betas(betas)
+        eps = positive("eps", eps)
+        params_and_lrs = list(params_and_lrs)
+        for i, (p, lr) in enumerate(params_and_lrs):
+            if lr.dim() != 1 or lr.shape[0] != p.shape[0]:
+                raise ValueError(f"parameter {i}: need one learning rate per run ({p.shape[0]}), "
+                                 f"got shape {tuple(lr.shape)}")
+            bad = ~(torch.isfinite(lr) & (lr > 0))
+            if bad.any():
+                r = int(bad.nonzero()[0, 0])
+                raise ValueError(f"parameter {i}: learning rate of run {r} must be a positive number, "
+                                 f"got {lr[r].item()!r}")
         self.method, self.momentum, self.betas, self.eps = method, momentum, betas, eps
         self.groups = [(p, lr.to(p.dtype).view(-1, *([1] * (p.dim() - 1))))
                        for p, lr in params_and_lrs]
@@ -78,10 +95,41 @@ class TrainResult:
     Z: torch.Tensor              # (R, M, M) at the end
     snapshots: dict = field(default_factory=dict)  # step -> Z (R, M, M) after `step` updates
     config: dict = field(default_factory=dict)
+    diverged: np.ndarray | None = None   # (R,) bool: runs that diverged (see train)
+
+
+def _betas(betas):
+    try:
+        b1, b2 = betas
+    except (TypeError, ValueError):
+        raise ValueError(f"Adam betas must be a pair (beta1, beta2), got {betas!r}") from None
+    return unit_interval("Adam beta1", b1), unit_interval("Adam beta2", b2)
+
+
+def _grid_axis(name, values, kind):
+    vals = list(np.atleast_1d(np.asarray(values)).tolist())
+    if not vals:
+        raise ValueError(f"lr_grid: {name} is empty")
+    if kind == "rate":
+        vals = [positive(f"lr_grid: {name}", v) for v in vals]
+    else:
+        vals = [integer(f"lr_grid: {name}", v) for v in vals]
+    dup = sorted({v for v in vals if vals.count(v) > 1})
+    if dup:
+        raise ValueError(f"lr_grid: {name} has duplicates {dup}: a repeated value repeats runs "
+                         "(and a repeated seed silently shrinks the error bars)")
+    return vals
 
 
 def lr_grid(eta_z, ratio, seeds):
-    """Flattened grid (eta_y, eta_z, seed) over eta_Z x (eta_Y/eta_Z) x seeds."""
+    """Flattened grid (eta_y, eta_z, seed) over eta_Z x (eta_Y/eta_Z) x seeds, eta_Y = ratio * eta_Z.
+
+    Rows run eta_Z slowest and seeds fastest. Every axis must be non-empty with distinct
+    values (rates positive, seeds integers).
+    """
+    eta_z = _grid_axis("eta_z", eta_z, "rate")
+    ratio = _grid_axis("ratio", ratio, "rate")
+    seeds = _grid_axis("seeds", seeds, "seed")
     rows = [(r * z, z, s) for z, r, s in itertools.product(eta_z, ratio, seeds)]
     ey, ez, sd = (np.array(c) for c in zip(*rows))
     return ey.astype(float), ez.astype(float), sd.astype(int)
@@ -102,7 +150,7 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
           batch: int = 128, T: int = 128, optimizer: str = "sgd", momentum: float = 0.9,
           betas=(0.9, 0.999), init: str = "zero", normalize: bool = True,
           residual: bool = False, path: str = "counts", grad: str = "lemma1", snapshot_steps=(),
-          dtype=torch.float32, device="auto", progress=False) -> TrainResult:
+          dtype=torch.float32, device=None, progress=False) -> TrainResult:
     """Train R = len(seeds) (or len(eta_y), len(eta_z)) independent Y/Z models.
 
     Each step draws ``batch`` fresh sequences of length ``T`` (T-1 contextual tokens and
@@ -110,7 +158,19 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
     cross-entropy with rates eta_Y (for Y) and eta_Z (for Z). ``path`` picks the counts
     (fast, the default) or the token-sequence forward pass; both give the same numbers.
     ``grad`` picks Lemma 1's closed-form gradients (fast, counts path only) or autograd.
-    ``progress`` is a bool or a tqdm bar to advance one tick per step.
+    ``progress`` is a bool or a tqdm bar to advance one tick per step. ``device=None`` is
+    the package's default device (see :mod:`scansnap.book`: the CPU in the chapters).
+
+    Two runs with the same (eta_y, eta_z, seed) would be the same run twice (and would
+    shrink error bars): that is a ValueError.
+
+    Divergence: a NaN or inf loss raises ``FloatingPointError`` naming the first such run.
+    A run whose loss stays finite but ends far above where it started (the mean of the last
+    tenth of its steps above ``DIVERGED_FACTOR`` x max(its first loss, ln M), the loss of
+    guessing uniformly) is reported, not hidden: a :class:`DivergenceWarning` names every
+    such run, its rates and seed and the first step its loss crossed that line, and
+    ``TrainResult.diverged`` marks them. A warning rather than an error, so one absurd
+    rate does not throw away the rest of a sweep; its numbers are still no result.
     """
     if not isinstance(classes, SequenceClasses):
         raise ValueError(f"classes must be a SequenceClasses, got {type(classes).__name__}")
@@ -119,8 +179,16 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
     T = positive_int("T (sequence length)", T, minimum=2)
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {optimizer!r}: use one of {OPTIMIZERS}")
+    momentum = unit_interval("momentum", momentum)
+    betas = _betas(betas)
     if path not in PATHS:
         raise ValueError(f"unknown path {path!r}: use one of {PATHS}")
+    if grad not in GRADS:
+        raise ValueError(f"unknown grad {grad!r}: use one of {GRADS}")
+    if grad == "lemma1" and path != "counts":
+        raise ValueError("grad='lemma1' works on the counts path; use grad='autograd' with path='tokens'")
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise ValueError(f"dtype must be a floating torch dtype (torch.float32, torch.float64), got {dtype!r}")
     dev = resolve_device(device)
     seed_arr = np.atleast_1d(np.asarray(seeds))
     R = max(seed_arr.size, np.size(eta_y), np.size(eta_z))
@@ -129,7 +197,8 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
     if seed_arr.shape != (R,) or not np.issubdtype(seed_arr.dtype, np.integer):
         raise ValueError(f"seeds must be integers, one per run ({R}); got {seeds!r}")
     ey, ez = _per_run("eta_y", eta_y, R), _per_run("eta_z", eta_z, R)
-    snaps = sorted({int(s) for s in snapshot_steps})
+    _no_duplicate_runs(ey, ez, seed_arr)
+    snaps = sorted({positive_int("snapshot step", s, minimum=0) for s in snapshot_steps})
     for s in snaps:
         if not 0 <= s <= steps:
             raise ValueError(f"snapshot step {s} out of range [0, {steps}]")
@@ -144,10 +213,6 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
     # One data stream per distinct seed, separate from the init draw (see init_yz).
     gens = [torch.Generator(device=dev).manual_seed(int(s) + 1_000_003) for s in uniq]
     probs = classes.torch_probs(dev)
-    if grad not in GRADS:
-        raise ValueError(f"unknown grad {grad!r}: use one of {GRADS}")
-    if grad == "lemma1" and path != "counts":
-        raise ValueError("grad='lemma1' works on the counts path; use grad='autograd' with path='tokens'")
     buf = {}
     logc_runs = torch.empty(R, batch, classes.M, dtype=dtype, device=dev)
 
@@ -182,13 +247,45 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
     if steps in snaps:
         snapshots[steps] = model.Z.detach().cpu().clone()
     if not np.all(np.isfinite(losses)):
-        r = int(np.argwhere(~np.isfinite(losses))[0][0])
+        r, s = (int(i) for i in np.argwhere(~np.isfinite(losses))[0])
         raise FloatingPointError(
-            f"run {r} (eta_y={ey[r]}, eta_z={ez[r]}, seed={seed_arr[r]}) diverged: non-finite loss")
+            f"run {r} (eta_y={ey[r]:g}, eta_z={ez[r]:g}, seed={seed_arr[r]}) diverged: "
+            f"non-finite loss at step {s}")
+    diverged = _divergence_report(losses, classes.M, ey, ez, seed_arr)
     return TrainResult(ey, ez, seed_arr, losses, model.Y.detach().cpu(), model.Z.detach().cpu(),
                        snapshots, dict(steps=steps, batch=batch, T=T, optimizer=optimizer,
-                                       momentum=momentum, init=init, normalize=normalize,
-                                       residual=residual, device=str(dev)))
+                                       momentum=momentum, betas=betas, init=init,
+                                       normalize=normalize, residual=residual, device=str(dev)),
+                       diverged)
+
+
+def _no_duplicate_runs(ey, ez, seeds):
+    seen = {}
+    for r, key in enumerate(zip(ey.tolist(), ez.tolist(), seeds.tolist())):
+        if key in seen:
+            raise ValueError(
+                f"runs {seen[key]} and {r} are the same run (eta_y={key[0]:g}, eta_z={key[1]:g}, "
+                f"seed={key[2]}): a duplicate adds no information and shrinks error bars")
+        seen[key] = r
+
+
+def _divergence_report(losses, M, ey, ez, seeds):
+    """Runs whose loss ends far above where it started: warn naming each; return the mask (R,)."""
+    steps = losses.shape[1]
+    line = DIVERGED_FACTOR * np.maximum(losses[:, 0], np.log(M))
+    tail = losses[:, steps - max(1, steps // 10):].mean(axis=1)
+    diverged = tail > line
+    if diverged.any():
+        runs = np.flatnonzero(diverged)
+        first = [int(np.argmax(losses[r] > line[r])) for r in runs]
+        shown = "; ".join(f"run {r} (eta_y={ey[r]:g}, eta_z={ez[r]:g}, seed={seeds[r]}) from step {s}"
+                          for r, s in list(zip(runs, first))[:10])
+        more = f"; and {len(runs) - 10} more" if len(runs) > 10 else ""
+        warnings.warn(f"{len(runs)} of {len(ey)} runs diverged (loss above {DIVERGED_FACTOR:g} x "
+                      f"max(initial loss, ln M) at the end; worst {tail[runs].max():.3g}): {shown}{more}. "
+                      "Their numbers are no result; lower the learning rates.",
+                      DivergenceWarning, stacklevel=3)
+    return diverged
 
 
 # ---------------------------------------------------------------------------------------

@@ -52,12 +52,42 @@ def test_counts_path_equals_sequence_path(normalize, residual):
 
 
 def test_sample_counts_is_the_same_batch():
+    """Counts checked against a count made here (np.bincount), not against the function they call."""
     classes = syn_small()
     a = sample_tokens(classes, 8, 30, torch.Generator().manual_seed(3))
     b = sample_counts(classes, 8, 30, torch.Generator().manual_seed(3))
-    torch.testing.assert_close(counts_from_tokens(a.tokens, classes.M), b.counts)
+    ref = np.stack([np.bincount(row[:-1], minlength=classes.M) for row in a.tokens.numpy()])
+    np.testing.assert_array_equal(b.counts.numpy(), ref)
+    np.testing.assert_array_equal(counts_from_tokens(a.tokens, classes.M).numpy(), ref)
     assert torch.equal(a.labels, b.labels) and torch.equal(a.tokens[:, -1], b.query)
+    assert torch.equal(a.classes, b.classes) and b.counts.dtype == torch.float32
     assert torch.all(b.counts.sum(1) == 29)
+    c64 = sample_counts(classes, 8, 30, torch.Generator().manual_seed(3), dtype=torch.float64)
+    assert c64.counts.dtype == torch.float64 and np.array_equal(c64.counts.numpy(), ref)
+
+
+def test_counts_from_tokens_batched_and_exact():
+    toks = torch.tensor([[[0, 0, 2, 1], [3, 3, 3, 0]], [[1, 2, 3, 2], [0, 1, 0, 3]]])   # (2, 2, T=4)
+    c = counts_from_tokens(toks, 4)
+    np.testing.assert_array_equal(c.numpy(), [[[2, 0, 1, 0], [0, 0, 0, 3]], [[0, 1, 1, 1], [2, 1, 0, 0]]])
+    with pytest.raises(ValueError, match=r"token id 4 out of range \[0, 4\)"):
+        counts_from_tokens(torch.tensor([[4, 0, 1]]), 4)
+    assert counts_from_tokens(torch.tensor([[4, 0, 1]])[:, 1:], 4).tolist() == [[1, 0, 0, 0]]   # the query is not counted
+
+
+def test_class_sampler_is_uniform_and_contexts_follow_P():
+    """Classes uniform over K (the authors' sampler), contextual tokens i.i.d. from P(.|n)."""
+    classes = syn_medium(3)                          # K = 6
+    b = sample_tokens(classes, 12_000, 21, torch.Generator().manual_seed(5))
+    freq = np.bincount(b.classes.numpy(), minlength=classes.K) / 12_000
+    np.testing.assert_allclose(freq, 1 / 6, atol=0.015)                 # 4 sigma of a binomial
+    chi2 = ((freq - 1 / 6) ** 2 / (1 / 6)).sum() * 12_000
+    assert chi2 < 25                                                       # df 5: p ~ 1e-4
+    for n in (0, 5):
+        ctx = b.tokens[b.classes == n, :-1].numpy().ravel()
+        emp = np.bincount(ctx, minlength=classes.M) / ctx.size
+        np.testing.assert_allclose(emp, classes.probs[n], atol=0.01)
+    np.testing.assert_array_equal(b.labels.numpy(), classes.next_token[b.classes.numpy()])
 
 
 def test_frequencies_converge_within_hoeffding_band():

@@ -125,3 +125,168 @@ def test_one_query_preset_satisfies_assumption2():
     assert c.M == 605 and len(c.common_tokens) == 1 and len(c.psi_inverse(c.query[0])) == 3
     assert th.satisfies_assumption2(F)
     assert not th.satisfies_assumption2(th.f_matrix(syn_medium(1), np.zeros((33, 33))))   # overlap 0.72
+
+
+# ---------------------------------------------------------------------------------------
+# Unit checks of the theory functions the chapters use (issue 11: not only chapter asserts)
+# ---------------------------------------------------------------------------------------
+
+def _random_F(M, K, rho, rng):
+    """Unit columns f_n = sqrt(rho) u_0 + sqrt(1 - rho) u_n (orthonormal u): f_n^T f_n' = rho."""
+    U, _ = np.linalg.qr(rng.normal(size=(M, K + 1)))
+    return np.sqrt(rho) * U[:, [0]] + np.sqrt(1 - rho) * U[:, 1:]
+
+
+def test_eq12_growth_factor_bounds_values():
+    B = np.array([0.0, 0.5, 2.0])
+    lo, hi = th.growth_factor_bounds(B, 0.25)
+    np.testing.assert_allclose(lo, np.exp(0.5 * B), rtol=1e-15)
+    np.testing.assert_allclose(hi, np.exp(2 * B), rtol=1e-15)
+    assert lo[0] == hi[0] == 1.0
+
+
+def test_transition_time_from_the_upper_zero():
+    """t_0 = 2 (1 + omega_1) K ln M / eta_Y = 2 K M h_up / eta_Y, h_up the upper zero found by brentq."""
+    for M, K, eta in ((100, 3, 0.5), (1000, 10, 2.0), (4, 1, 1.0)):
+        upper = th.lemma8_zeros(M)[1]
+        assert th.transition_time(M, K, eta) == pytest.approx(2 * K * M * upper / eta, rel=1e-9)
+        assert upper == pytest.approx((1 + th.omega1(M)) * np.log(M) / M, rel=1e-9)
+
+
+def test_lemma8_zeros_and_omegas():
+    for M in (10, 1000, 10 ** 6):
+        lo, up = th.lemma8_zeros(M)
+        g = lambda h: np.exp(M * h) - (M - 1) * M * h
+        assert 0 < lo < 1 / M < np.log(M) / M < up
+        assert abs(g(lo)) < 1e-9 and abs(g(up)) < 1e-6 * (M - 1) * M * up
+        assert g((lo + up) / 2) < 0 and g(up * 1.01) > 0
+        assert th.omega0(M) == pytest.approx(2 + np.log(lo) / np.log(M), rel=1e-12)
+        assert 0 < th.omega0(M) < 0.5 and 0 < th.omega1(M) < 1
+
+
+def test_gamma_eq85_values():
+    M, K, eta = 50, 4, 0.5
+    h = th.h_closed(3.0, M, eta)
+    assert th.gamma_of_h(h, M) == pytest.approx((M - 1) ** 2 * h / ((M - 1) + np.exp(M * h)), rel=1e-14)
+    # discrete: s = ceil(t/K); continuous: s = t/K
+    assert th.gamma(9.0, M, K, eta) == pytest.approx(th.gamma_of_h(th.h_closed(3.0, M, eta), M), rel=1e-14)
+    assert th.gamma(9.0, M, K, eta, discrete=False) == pytest.approx(
+        th.gamma_of_h(th.h_closed(2.25, M, eta), M), rel=1e-14)
+    assert th.gamma(0.0, M, K, eta) == 0.0
+
+
+def test_gamma_capital_is_the_integral_of_gamma():
+    """Eq. 128: Gamma(t) = eta_Z int_0^t gamma(t') dt' (continuous gamma), by quadrature."""
+    from scipy.integrate import quad
+    M, K, ey, ez = 100, 5, 2.0, 0.7
+    for t in (10.0, 400.0):
+        integral = quad(lambda s: th.gamma(s, M, K, ey, discrete=False), 0, t, limit=200)[0]
+        assert th.Gamma(t, M, K, ey, ez) == pytest.approx(ez * integral, rel=1e-7)
+
+
+def test_zeta_and_q_constants():
+    M = 7
+    z = th.zeta(M, 2)
+    assert z[2] == pytest.approx(1.0) and np.allclose(np.delete(z, 2), -1 / (M - 1)) and abs(z.sum()) < 1e-15
+    q1, q0 = th.q_constants(M)
+    assert q1 == pytest.approx(z @ z, rel=1e-14) and q0 == pytest.approx(th.zeta(M, 3) @ z, rel=1e-14)
+
+
+def test_relative_gain_and_hoeffding_values():
+    p = np.array([0.1, 0.2, 0.7])
+    z = np.array([0.0, 0.5, -1.0])
+    want = (0.7 * np.exp(-1.0)) ** 2 / (0.2 * np.exp(0.5)) ** 2 - 1
+    assert th.relative_gain(p, z, 2, 1) == pytest.approx(want, rel=1e-14)
+    assert th.relative_gain(p, np.zeros(3), 1, 1) == 0.0
+    assert th.hoeffding_radius(101, 0.01) == pytest.approx(np.sqrt(np.log(200) / 200), rel=1e-14)
+    with pytest.raises(ValueError, match=r"delta must be in \(0, 1\), got 1"):
+        th.hoeffding_radius(10, 1)
+
+
+def test_lemma3_modified_dynamics_give_the_scalar_form():
+    """Eq. 26 (modified) keeps F^T Y = [(M-1) h*(N_n) zeta_n]_n exactly (Lemma 3, Eq. 31); Eq. 7 does not."""
+    rng = np.random.default_rng(0)
+    M, K, eta = 40, 4, 0.7
+    F = _random_F(M, K, 0.2, rng)
+    schedule = rng.integers(0, K, size=80)
+    for modified in (True, False):
+        Y, counts = th.modified_decoder_dynamics(F, schedule, eta, modified=modified)
+        np.testing.assert_array_equal(counts, np.bincount(schedule, minlength=K))
+        hs = th.h_star(int(counts.max()), M, eta)
+        pred = np.stack([(M - 1) * hs[c] * th.zeta(M, n) for n, c in enumerate(counts)])
+        err = np.abs(F.T @ Y - pred).max()
+        assert (err < 1e-12) if modified else (err > 1e-3)
+
+
+def test_theorem5_closed_form_and_corollary1():
+    rng = np.random.default_rng(4)
+    M, K, eta = 60, 5, 0.9
+    F = _random_F(M, K, 0.1, rng)
+    schedule = rng.integers(0, K, size=300)
+    Y, counts = th.modified_decoder_dynamics(F, schedule, eta)
+    np.testing.assert_allclose(th.theorem5_Y(F, counts, M, eta), Y, atol=1e-12, rtol=0)
+    hs = th.h_star(int(counts.max()), M, eta)
+    for n in range(K):                                   # Eq. 71: x_{T+1} - alpha = (M-1)/((M-1)+e^{M h*}) zeta_n
+        alpha = np.exp(Y.T @ F[:, n]); alpha /= alpha.sum()
+        pred = (M - 1) / ((M - 1) + np.exp(M * hs[counts[n]])) * th.zeta(M, n)
+        np.testing.assert_allclose(np.eye(M)[n] - alpha, pred, atol=1e-12, rtol=0)
+    # labels: class n's next token is token labels[n]
+    labels = np.array([7, 3, 9, 1, 0])
+    Yl, _ = th.modified_decoder_dynamics(F, schedule, eta, labels=labels)
+    np.testing.assert_allclose(th.theorem5_Y(F, counts, M, eta, labels=labels), Yl, atol=1e-12, rtol=0)
+
+
+def test_theorem1_coefficients_and_xi():
+    """Eq. 9: Y(x_{T+1} - alpha_n) = gamma (iota_n f_n - sum beta_nn' f_n'), derived signs; xi_n > 0."""
+    rng = np.random.default_rng(6)
+    M, K, eta, N = 800, 3, 0.9, 25
+    F = _random_F(M, K, 0.1, rng)
+    assert th.satisfies_assumption2(F)
+    Y, _ = th.modified_decoder_dynamics(F, np.tile(np.arange(K), N), eta)
+    gam = th.gamma_of_h(th.h_star(N, M, eta)[N], M)
+    E, Ep = th.E_matrices(F)
+    np.testing.assert_allclose(E, F.T @ F - np.eye(K), atol=1e-15)
+    np.testing.assert_allclose(Ep, np.eye(K) - np.linalg.inv(F.T @ F), atol=1e-12)
+    for n in range(K):
+        alpha = np.exp(Y.T @ F[:, n]); alpha /= alpha.sum()
+        g = Y @ (np.eye(M)[n] - alpha)
+        iota, beta = th.theorem1_coefficients(F, n, M)
+        assert beta[n] == 0
+        np.testing.assert_allclose(g, gam * (iota * F[:, n] - F @ beta), atol=1e-12, rtol=0)
+        iota_p, beta_p = th.theorem1_coefficients(F, n, M, printed=True)
+        assert iota_p == iota and np.abs(g - gam * (iota * F[:, n] - F @ beta_p)).max() > 1e-6
+        xi_n = th.xi(F, n, M, gam)
+        assert xi_n > 0 and xi_n == pytest.approx(gam * sum(beta[k] * E[n, k] for k in range(K)), rel=1e-12)
+        assert th.xi(F, n, M, 2 * gam) == pytest.approx(2 * xi_n, rel=1e-12)
+
+
+def test_lemma4_zdot_is_the_expected_gradient():
+    """Eq. 10 equals K E_n[dJ/dz_m] (population gradient, Lemma 2) at the Theorem 5 decoder."""
+    from scansnap.data import one_query
+    classes = one_query()
+    M, K = classes.M, classes.K
+    F = th.f_matrix(classes, np.zeros((M, M)))
+    N = 20
+    Y, _ = th.modified_decoder_dynamics(F, np.tile(np.arange(K), N), 1.0, labels=classes.next_token)
+    gam = th.gamma_of_h(th.h_star(N, M, 1.0)[N], M)
+    _, dZ = th.expected_gradients(classes, Y, np.zeros((M, M)))
+    eq10 = th.lemma4_zdot(F, classes.psi_inverse(classes.query[0]), M, gam)
+    np.testing.assert_allclose(K * dZ[classes.query[0]], eq10, atol=1e-12 * np.abs(eq10).max(), rtol=0)
+    # Theorem 2: distinct tokens up (Eq. 98: f_l^2 xi_n), the common token down (Eq. 100)
+    xis = [th.xi(F, n, M, gam) for n in range(K)]
+    for n in range(K):
+        d = classes.distinct_tokens(n)
+        np.testing.assert_allclose(eq10[d], F[d, n] ** 2 * xis[n], rtol=1e-9)
+    lc = classes.common_tokens[0]
+    assert eq10[lc] == pytest.approx(-sum((1 - F[lc, n] ** 2) * xis[n] for n in range(K)), rel=1e-9)
+
+
+def test_f_matrix_columns():
+    c = syn_medium(2)
+    rng = np.random.default_rng(2)
+    Z = rng.normal(size=(c.M, c.M))
+    F = th.f_matrix(c, Z)
+    assert F.shape == (c.M, c.K)
+    np.testing.assert_allclose(np.linalg.norm(F, axis=0), 1, atol=1e-14)
+    for n in range(c.K):
+        np.testing.assert_allclose(F[:, n], th.f_limit(c.probs[n], Z[c.query[n]]), atol=1e-14)

@@ -30,11 +30,46 @@ def test_a_run_does_not_depend_on_its_batch_mates():
 
 
 def test_same_seed_shares_data_and_init():
-    """As in the authors' code, the seed fixes init and data: equal rates give equal runs."""
-    res = train(syn_small(), eta_y=[1, 1, 1], eta_z=[1, 1, 1], seeds=[9, 9, 8], steps=5,
+    """As in the authors' code, the seed fixes init and data: same seed, same first loss (same
+    init, same first batch) whatever the rates; another seed, another first loss."""
+    res = train(syn_small(), eta_y=[1, 2, 1], eta_z=[1, 1, 1], seeds=[9, 9, 8], steps=5,
                 init="default")
-    assert np.array_equal(res.loss[0], res.loss[1])
-    assert not np.array_equal(res.loss[0], res.loss[2])
+    assert res.loss[0, 0] == res.loss[1, 0] and res.loss[0, 1] != res.loss[1, 1]
+    assert res.loss[0, 0] != res.loss[2, 0]
+    alone = train(syn_small(), eta_y=2, eta_z=1, seeds=9, steps=5, init="default")
+    np.testing.assert_array_equal(alone.loss[0], res.loss[1])
+
+
+def test_snapshots_are_taken_after_that_many_updates():
+    """snapshot s = Z after s updates: equal to the final Z of a run of s steps, and to Z(0) at s = 0."""
+    kw = dict(eta_y=[1.0, 3.0], eta_z=[2.0, 0.5], seeds=[1, 2], init="default", batch=8, T=16)
+    res = train(syn_medium(1), steps=7, snapshot_steps=[0, 3, 7], **kw)
+    assert sorted(res.snapshots) == [0, 3, 7]
+    init = YZModel(syn_medium(1).M, 2, init="default", seeds=[1, 2])
+    assert torch.equal(res.snapshots[0], init.Z.detach())
+    short = train(syn_medium(1), steps=3, **kw)
+    assert torch.equal(res.snapshots[3], short.Z)
+    np.testing.assert_array_equal(res.loss[:, :3], short.loss)
+    assert torch.equal(res.snapshots[7], res.Z)
+
+
+def test_result_records_its_settings():
+    res = train(syn_small(), eta_y=[1, 2], eta_z=0.5, seeds=[4, 5], steps=2, batch=3, T=9,
+                optimizer="adam", betas=(0.8, 0.99), momentum=0.5, init="default")
+    np.testing.assert_array_equal(res.eta_y, [1, 2]) and np.testing.assert_array_equal(res.eta_z, [0.5, 0.5])
+    np.testing.assert_array_equal(res.seed, [4, 5])
+    assert res.loss.shape == (2, 2) and res.Y.shape == res.Z.shape == (2, 34, 34)
+    assert res.config == dict(steps=2, batch=3, T=9, optimizer="adam", momentum=0.5, betas=(0.8, 0.99),
+                              init="default", normalize=True, residual=False, device="cpu")
+    np.testing.assert_array_equal(res.diverged, [False, False])
+
+
+def test_adam_betas_reach_the_optimizer():
+    """train's betas are Adam's: a run with betas (0.5, 0.9) differs from the default and from torch's
+    Adam only by the rates it was given (checked on the first update of Z)."""
+    a = train(syn_small(), eta_y=0.1, eta_z=0.1, seeds=2, steps=3, optimizer="adam")
+    b = train(syn_small(), eta_y=0.1, eta_z=0.1, seeds=2, steps=3, optimizer="adam", betas=(0.5, 0.9))
+    assert not torch.equal(a.Z, b.Z)
 
 
 @pytest.mark.parametrize("method", ["sgd", "adam"])
