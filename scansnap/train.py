@@ -15,11 +15,11 @@ import torch
 from tqdm.auto import tqdm
 
 from ._validate import positive, positive_int, resolve_device
-from .data import SequenceClasses, sample_tokens, counts_from_tokens
-from .model import YZModel
+from .data import SequenceClasses, sample_tokens, counts_from_tokens, sample_support, support_table
+from .model import SupportYZ, YZModel
 
 OPTIMIZERS = ("sgd", "adam")
-PATHS = ("counts", "tokens")
+PATHS = ("auto", "support", "counts", "tokens")
 GRADS = ("lemma1", "autograd")
 
 
@@ -101,15 +101,19 @@ def _per_run(name, value, R):
 def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int = 100,
           batch: int = 128, T: int = 128, optimizer: str = "sgd", momentum: float = 0.9,
           betas=(0.9, 0.999), init: str = "zero", normalize: bool = True,
-          residual: bool = False, path: str = "counts", grad: str = "lemma1", snapshot_steps=(),
+          residual: bool = False, path: str = "auto", grad: str = "lemma1", snapshot_steps=(),
           dtype=torch.float32, device="auto", progress=False) -> TrainResult:
     """Train R = len(seeds) (or len(eta_y), len(eta_z)) independent Y/Z models.
 
     Each step draws ``batch`` fresh sequences of length ``T`` (T-1 contextual tokens and
     the query) per distinct seed, and takes one step of ``optimizer`` on the batch-mean
-    cross-entropy with rates eta_Y (for Y) and eta_Z (for Z). ``path`` picks the counts
-    (fast, the default) or the token-sequence forward pass; both give the same numbers.
-    ``grad`` picks Lemma 1's closed-form gradients (fast, counts path only) or autograd.
+    cross-entropy with rates eta_Y (for Y) and eta_Z (for Z). ``path`` picks where the
+    forward pass runs: ``support`` (Lemma 1 on each class's ~20 support tokens only, the
+    fastest), ``counts`` (token counts over all M tokens) or ``tokens`` (the sequences);
+    ``auto`` (the default) is ``support`` where it applies (Lemma 1's gradients, no residual)
+    and ``counts`` otherwise. All give the same numbers up to the order of summation
+    (``tests/test_fast_paths.py``); every path draws the same batches (on a CPU).
+    ``grad`` picks Lemma 1's closed-form gradients (counts and support paths) or autograd.
     ``progress`` is a bool or a tqdm bar to advance one tick per step.
     """
     if not isinstance(classes, SequenceClasses):
@@ -136,9 +140,6 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
 
     model = YZModel(classes.M, R, init=init, seeds=seed_arr.tolist(), normalize=normalize,
                     residual=residual, dtype=dtype, device=dev)
-    opt = BatchedOptimizer([(model.Y, torch.as_tensor(ey, device=dev)),
-                            (model.Z, torch.as_tensor(ez, device=dev))],
-                           optimizer, momentum, betas)
     uniq, group = np.unique(seed_arr, return_inverse=True)
     group_t = torch.as_tensor(group, device=dev)
     # One data stream per distinct seed, separate from the init draw (see init_yz).
@@ -146,18 +147,40 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
     probs = classes.torch_probs(dev)
     if grad not in GRADS:
         raise ValueError(f"unknown grad {grad!r}: use one of {GRADS}")
-    if grad == "lemma1" and path != "counts":
+    if path == "auto":
+        path = "support" if grad == "lemma1" and not residual else "counts"
+    if grad == "lemma1" and path == "tokens":
         raise ValueError("grad='lemma1' works on the counts path; use grad='autograd' with path='tokens'")
-    buf = {}
-    logc_runs = torch.empty(R, batch, classes.M, dtype=dtype, device=dev)
+    if path == "support" and (grad != "lemma1" or residual):
+        raise ValueError("path='support' computes Lemma 1's gradients without a residual: "
+                         "use path='counts' for grad='autograd' or residual=True")
 
     losses = np.empty((R, steps))
     snapshots = {}
     bar = progress if hasattr(progress, "update") else tqdm(
         total=steps, disable=not progress, desc=f"training {R} runs", leave=False)
+    # the state the loop needs: the optimizer over (Y, Z), or over the packed rows of the support path
+    lr_y, lr_z = torch.as_tensor(ey, device=dev), torch.as_tensor(ez, device=dev)
+    if path == "support":
+        table = support_table(classes, device=dev)
+        sup = SupportYZ(model, classes, table)
+        opt = BatchedOptimizer([(sup.Ys, lr_y), (sup.Yo, lr_y), (sup.Za, lr_z)], optimizer, momentum, betas)
+    else:
+        opt = BatchedOptimizer([(model.Y, lr_y), (model.Z, lr_z)], optimizer, momentum, betas)
+        buf = {}
+        logc_runs = torch.empty(R, batch, classes.M, dtype=dtype, device=dev)
     for s in range(steps):
         if s in snaps:
+            if path == "support":
+                sup.store(model.Y.data, model.Z.data)
             snapshots[s] = model.Z.detach().cpu().clone()
+        if path == "support":
+            sb = sample_support(classes, batch, T, gens, table, dtype)
+            loss = sup.grads(sb.counts.log_(), sb.classes, group_t)
+            opt.step()
+            losses[:, s] = loss.cpu().double().numpy()
+            bar.update(1)
+            continue
         draws = [sample_tokens(classes, batch, T, g, probs) for g in gens]
         tokens = torch.stack([d.tokens for d in draws])            # (S, B, T), S seeds
         labels = torch.stack([d.labels for d in draws])[group_t]   # (R, B)
@@ -179,6 +202,8 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
         bar.update(1)
     if bar is not progress:
         bar.close()
+    if path == "support":
+        sup.store(model.Y.data, model.Z.data)
     if steps in snaps:
         snapshots[steps] = model.Z.detach().cpu().clone()
     if not np.all(np.isfinite(losses)):
@@ -186,7 +211,7 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
         raise FloatingPointError(
             f"run {r} (eta_y={ey[r]}, eta_z={ez[r]}, seed={seed_arr[r]}) diverged: non-finite loss")
     return TrainResult(ey, ez, seed_arr, losses, model.Y.detach().cpu(), model.Z.detach().cpu(),
-                       snapshots, dict(steps=steps, batch=batch, T=T, optimizer=optimizer,
+                       snapshots, dict(steps=steps, batch=batch, T=T, optimizer=optimizer, path=path,
                                        momentum=momentum, init=init, normalize=normalize,
                                        residual=residual, device=str(dev)))
 
