@@ -220,6 +220,7 @@ class SupportTable(NamedTuple):
     query_slot: torch.Tensor  # (K,) long
     token_slot: torch.Tensor  # (K, M) long: the slot of token l in class n's row, -1 if none
     plain: bool               # every class has the same cum row and slot p = support position p
+    own_count: torch.Tensor   # (K,) long: how many of class n's own slots hold real tokens
     n_shared: int             # the first n_shared slots of every class are the shared tokens
     own_width: int            # then own_width slots of the class's own tokens
 
@@ -325,8 +326,7 @@ def support_table(classes: SequenceClasses, with_query: bool = False, device=Non
     plain = bool(np.all(cum == cum[:1]) and np.all(slot_of == np.arange(p_max)))
     t = lambda a, dt=torch.long: torch.as_tensor(a, dtype=dt, device=device)
     return SupportTable(t(cols), t(cum, torch.float64), t(slot_of), t(query_slot), t(token_slot),
-                        plain,
-                        len(shared), own_width)
+                        plain, t([len(x) for x in own]), len(shared), own_width)
 
 
 def sample_support(classes: SequenceClasses, batch: int, T: int, generators, table: SupportTable,

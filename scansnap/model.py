@@ -339,8 +339,7 @@ class SupportYZ:
         self.normalize = model.normalize
         cols = table.cols.cpu()
         own = cols[:, self.s0:]
-        supp = torch.as_tensor(classes.probs > 0)
-        real = supp.gather(1, own) if self.o else torch.zeros(K, 0, dtype=torch.bool)
+        real = torch.arange(self.o)[None, :] < table.own_count.cpu()[:, None]   # (K, o): not padding
         self.shared_rows = cols[0, :self.s0].clone()
         self.own_rows = torch.where(real, own, -1).reshape(-1)          # -1: a padding row
         # slot j of class n -> row of Yo (own slots; shared slot j is row j of Ys)
@@ -402,23 +401,25 @@ class SupportYZ:
         mu = _rowdot(a, logits)                                                # (R, B)
         w = f / B
         Ys.grad = torch.bmm(w[..., :s0].transpose(1, 2), a)                   # shared rows: all sequences
-        t1 = torch.zeros(R, K, s, dtype=a.dtype, device=dev)                  # B x sum_b f_bj (delta_b . Y_j)
-        t1[..., :s0].scatter_add_(1, cls[..., None].expand(R, B, s0),
-                                  w[..., :s0] * torch.bmm(a, Ys.transpose(1, 2)))
+        # per sequence, the terms of the Z gradient that sum over a class's sequences:
+        # f_bj (delta_b . Y_j) for the shared slots (own slots: below, by rows) minus f_bj^2 mu_b
+        d = (w * f if self.normalize else w) * -mu[..., None]
+        d[..., :s0].addcmul_(w[..., :s0], torch.bmm(a, Ys.transpose(1, 2)))
+        onehot = torch.zeros(S, K, B, dtype=a.dtype, device=dev).scatter_(
+            1, classes[:, None, :], 1.0)[group]                                # (R, K, B)
+        t = torch.bmm(onehot, d)                                               # (R, K, s)
         if o:   # own rows: row j of class n sums the sequences of class n (bags of rows sorted by class)
             row, bag0, sizes = _class_bags(classes, K, o)
             wslot = torch.repeat_interleave((s0 + torch.arange(o, device=dev)).repeat(K).expand(S, K * o).reshape(-1),
-                                            sizes.view(-1)).view(S, B * o)
+                                            sizes.reshape(-1)).view(S, B * o)
             ind = (row[group] + (torch.arange(R, device=dev) * B)[:, None]).view(-1)
             offs = (bag0[group] + (torch.arange(R, device=dev) * (B * o))[:, None]).view(-1)
             psw = torch.gather(w.reshape(R, B * s), 1, (row * s + wslot)[group]).view(-1)
             Yo.grad = F.embedding_bag(ind, a.view(R * B, M), offs, mode="sum",
                                       per_sample_weights=psw).view(R, K * o, M)
-            t1[..., s0:] = _rowdot(Yo, Yo.grad).view(R, K, o)
-        t2 = (w * f if self.normalize else w) * mu[..., None]
-        t1.scatter_add_(1, cls[..., None].expand(R, B, s), -t2)
+            t[..., s0:] += _rowdot(Yo, Yo.grad).view(R, K, o)                 # Y_j . H_{n,j}
         Za.grad = torch.zeros_like(Za)
-        Za.grad.view(R, -1).index_add_(1, self.z_index.view(-1), t1.view(R, K * s))
+        Za.grad.view(R, -1).index_add_(1, self.z_index.view(-1), t.view(R, K * s))
         return loss
 
 
@@ -433,7 +434,7 @@ def _class_bags(classes: torch.Tensor, K: int, o: int):
     _, perm = torch.sort(classes, dim=1, stable=True)
     counts = torch.zeros(S, K, dtype=torch.long, device=dev).scatter_add_(1, classes, torch.ones_like(classes))
     start = torch.cumsum(counts, 1) - counts
-    sizes = counts[:, :, None].expand(S, K, o).reshape(S, K * o)
+    sizes = counts[:, :, None].expand(S, K, o).reshape(S, K * o).contiguous()
     bag0 = torch.cumsum(sizes, 1) - sizes
     flat = sizes.reshape(-1)
     pos = (torch.repeat_interleave((start[:, :, None].expand(S, K, o).reshape(-1) - bag0.reshape(-1)), flat)
