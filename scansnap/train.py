@@ -216,66 +216,6 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
                                        residual=residual, device=str(dev)))
 
 
-# ---------------------------------------------------------------------------------------
-# Real text: the standard embedding transformer on WikiText-2 (Sec. 8, Fig. 7 and 10)
-# ---------------------------------------------------------------------------------------
-
-@dataclass
-class LMResult:
-    loss: np.ndarray                                   # (steps,) training loss per step
-    snapshots: dict = field(default_factory=dict)      # step -> [per layer (heads, T, T)] on the probe
-    model: object = None
-    config: dict = field(default_factory=dict)
-
-
-def train_lm(train_ids: torch.Tensor, vocab_size: int, *, layers: int = 1, heads: int = 1,
-             d: int = 200, d_hidden: int = 200, dropout: float = 0.2, positional="sinusoidal",
-             lr: float = 5.0, steps: int = 1500, batch: int = 20, bptt: int = 35, clip: float = 0.5,
-             seed: int = 0, probe: torch.Tensor | None = None, snapshot_steps=(), device="auto",
-             progress=False) -> LMResult:
-    """Plain SGD (one learning rate, as the paper) on next-token prediction, PyTorch-tutorial style.
-
-    The text is cut into ``batch`` columns and read in windows of ``bptt`` tokens, wrapping
-    around; gradients are clipped to norm ``clip``. At ``snapshot_steps`` (after that many
-    updates) the attention maps of every layer on ``probe`` (a (T,) token sequence) are saved,
-    with dropout off.
-    """
-    from .model import EmbeddingTransformer
-    from .wikitext import batchify
-    steps = positive_int("steps", steps)
-    lr = positive("lr", lr)
-    dev = resolve_device(device)
-    torch.manual_seed(seed)
-    model = EmbeddingTransformer(vocab_size, d=d, heads=heads, layers=layers, d_hidden=d_hidden,
-                                 dropout=dropout, positional=positional).to(dev)
-    data = batchify(train_ids, positive_int("batch size", batch)).to(dev)
-    if data.shape[0] < bptt + 1:
-        raise ValueError(f"training text too short for bptt={bptt}: {data.shape[0]} rows")
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    snaps = {int(s) for s in snapshot_steps}
-    out = {}
-
-    def snapshot(s):
-        model.eval()
-        with torch.no_grad():
-            _, maps = model(probe.to(dev)[None])
-        out[s] = [a[0].cpu() for a in maps]
-        model.train()
-
-    losses = np.empty(steps)
-    n_windows = (data.shape[0] - 1) // bptt
-    for s in tqdm(range(steps), disable=not progress, desc=f"{layers}-layer LM, lr {lr:g}", leave=False):
-        if probe is not None and s in snaps:
-            snapshot(s)
-        i = (s % n_windows) * bptt
-        x, y = data[i:i + bptt].t(), data[i + 1:i + 1 + bptt].t()
-        logits, _ = model(x)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, vocab_size), y.reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-        opt.step()
-        losses[s] = loss.item()
-    if probe is not None and steps in snaps:
-        snapshot(steps)
-    return LMResult(losses, out, model, dict(layers=layers, heads=heads, lr=lr, steps=steps, seed=seed))
+# The WikiText trainers (Sec. 8, Figs. 7 and 10) live in scansnap.lm; imported here so that
+# ``from scansnap.train import train_lm`` keeps working.
+from .lm import LMResult, train_lm, train_lms  # noqa: E402,F401
