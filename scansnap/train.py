@@ -50,9 +50,8 @@ class BatchedOptimizer:
             st["step"] += 1
             # in place throughout: fresh (R, M, M) temporaries cost more than the arithmetic
             if self.method == "sgd":
-                if self.momentum:
-                    st["m"].mul_(self.momentum).add_(g)
-                    g = st["m"]
+                if self.momentum:   # m = momentum m + g in one pass (read g, m; write m)
+                    g = torch.add(g, st["m"], alpha=self.momentum, out=st["m"])
                 p.addcmul_(lr, g, value=-1)
             else:
                 b1, b2 = self.betas
