@@ -43,23 +43,38 @@ def flops_per_step(V, layers, d=D, dh=DH, T=BPTT, N=B * BPTT):
     return 6 * N * (layers * (4 * d * d + 2 * T * d + 2 * d * dh) + d * V)
 
 
+class Clock:
+    """Wall and CPU seconds (all threads) of a block. On a shared machine the wall time
+    includes waiting for a core; CPU seconds count only the work (the other jobs still
+    slow it through the shared caches and memory)."""
+
+    def __enter__(self):
+        self.w, self.c = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall, self.cpu = time.perf_counter() - self.w, time.process_time() - self.c
+
+
 def gemm_rate(m, k, n, reps=5):
+    """GFLOP per wall second and per CPU second of an (m x k) @ (k x n) float32 product."""
     a, b = torch.randn(m, k), torch.randn(k, n)
     torch.mm(a, b)
-    t = time.perf_counter()
-    for _ in range(reps):
-        torch.mm(a, b)
-    return 2 * m * k * n * reps / (time.perf_counter() - t) / 1e9
+    with Clock() as c:
+        for _ in range(reps):
+            torch.mm(a, b)
+    f = 2 * m * k * n * reps / 1e9
+    return f / c.wall, f / c.cpu
 
 
 def steps_per_second(ids, V, steps, layers=1):
+    """Steps per wall second and per CPU second of train_lm (its setup, the init, cancels out)."""
     train_lm(ids, V, layers=layers, steps=2)                   # warm-up
-    t = time.perf_counter()
-    train_lm(ids, V, layers=layers, steps=steps + 2)
-    t_long = time.perf_counter() - t
-    t = time.perf_counter()
-    train_lm(ids, V, layers=layers, steps=2)
-    return steps / max(t_long - (time.perf_counter() - t), 1e-9)  # setup (init) cancels out
+    with Clock() as long:
+        train_lm(ids, V, layers=layers, steps=steps + 2)
+    with Clock() as short:
+        train_lm(ids, V, layers=layers, steps=2)
+    return steps / max(long.wall - short.wall, 1e-9), steps / max(long.cpu - short.cpu, 1e-9)
 
 
 class TorchLM(nn.Module):
@@ -126,46 +141,49 @@ def main():
 
     peak = gemm_rate(2048, 2048, 2048)
     dec = [gemm_rate(B * BPTT, D, V), gemm_rate(B * BPTT, V, D), gemm_rate(V, B * BPTT, D)]
-    lines += ["| GEMM (float32) | GFLOP/s |", "|---|---|", f"| 2048 x 2048 x 2048 | {peak:.0f} |",
-              f"| decoder forward, 700 x 200 x {V} | {dec[0]:.0f} |",
-              f"| decoder grad input, 700 x {V} x 200 | {dec[1]:.0f} |",
-              f"| decoder grad weight, {V} x 700 x 200 | {dec[2]:.0f} |", ""]
+    lines += ["| GEMM (float32) | GFLOP per wall s | GFLOP per CPU s |", "|---|---|---|",
+              f"| 2048 x 2048 x 2048 | {peak[0]:.0f} | {peak[1]:.0f} |",
+              f"| decoder forward, 700 x 200 x {V} | {dec[0][0]:.0f} | {dec[0][1]:.0f} |",
+              f"| decoder grad input, 700 x {V} x 200 | {dec[1][0]:.0f} | {dec[1][1]:.0f} |",
+              f"| decoder grad weight, {V} x 700 x 200 | {dec[2][0]:.0f} | {dec[2][1]:.0f} |", ""]
 
     rows, sps = [], {}
     for L in (1, 3):
         sps[L] = steps_per_second(tr, V, a.steps, layers=L)
-        f = flops_per_step(V, L)
-        rows.append(f"| {L} | {sps[L]:.1f} | {sps[L] * B * BPTT:,.0f} | {f / 1e9:.2f} | {sps[L] * f / 1e9:.0f} | "
-                    f"{100 * sps[L] * f / 1e9 / peak:.0f}% |")
-    lines += ["| layers | steps/s | tokens/s | GFLOP a step | GFLOP/s | of the 2048^3 peak |",
+        f = flops_per_step(V, L) / 1e9
+        rows.append(f"| {L} | {sps[L][0]:.2f} | {1 / sps[L][1]:.2f} | {f:.2f} | {sps[L][1] * f:.0f} | "
+                    f"{100 * sps[L][1] * f / peak[1]:.0f}% |")
+    lines += ["| layers | steps per wall s | CPU s a step | GFLOP a step | GFLOP per CPU s | of the 2048^3 rate |",
               "|---|---|---|---|---|---|", *rows, ""]
-    fig7_f = FIG7["steps"] * (flops_per_step(V, 1) + flops_per_step(V, 3))
-    fig10_f = len(FIG10["lrs"]) * len(FIG10["seeds"]) * FIG10["steps"] * flops_per_step(V, 1)
-    t_now = FIG7["steps"] * (1 / sps[1] + 1 / sps[3]) + len(FIG10["lrs"]) * len(FIG10["seeds"]) * FIG10["steps"] / sps[1]
-    lines += [f"Figs. 7 + 10 (1,500 + 1,500 steps; 25 x 300 steps): {(fig7_f + fig10_f) / 1e12:.1f} TFLOP. "
-              f"At these steps/s: **{t_now / 60:.1f} min** of training; at the 2048^3 GEMM peak for every FLOP: "
-              f"**{(fig7_f + fig10_f) / peak / 1e9 / 60:.1f} min** (the floor on this CPU).", ""]
+    n10 = len(FIG10["lrs"]) * len(FIG10["seeds"]) * FIG10["steps"]
+    total_f = FIG7["steps"] * (flops_per_step(V, 1) + flops_per_step(V, 3)) + n10 * flops_per_step(V, 1)
+    cpu_s = FIG7["steps"] * (1 / sps[1][1] + 1 / sps[3][1]) + n10 / sps[1][1]
+    lines += [f"Figs. 7 + 10 (1,500 + 1,500 steps; 25 x 300 steps): {total_f / 1e12:.1f} TFLOP, "
+              f"{cpu_s / 60:.0f} CPU-minutes at the CPU-second rates above: **{cpu_s / 120:.1f} min** on two "
+              f"cores kept busy. At the 2048^3 rate for every FLOP: **{total_f / peak[1] / 1e9 / 120:.1f} min** "
+              f"(the floor on this CPU).", ""]
 
     R = a.runs
     lrs, seeds = [float(x) for x in range(1, R + 1)], list(range(1, R + 1))
     train_lms(tr, V, lrs[:2], seeds[:2], steps=2)
-    t = time.perf_counter()
-    for lr, s in zip(lrs, seeds):
-        train_lm(tr, V, lr=lr, seed=s, steps=a.steps)
-    t_one = time.perf_counter() - t
-    t = time.perf_counter()
-    train_lms(tr, V, lrs, seeds, steps=a.steps)
-    t_many = time.perf_counter() - t
-    lines += [f"Fig. 10's runs, {R} runs x {a.steps} steps: one at a time (`train_lm`) {t_one:.1f} s, as one "
-              f"batched program (`train_lms`) {t_many:.1f} s: batched / one at a time = **{t_many / t_one:.2f}** "
+    with Clock() as one:
+        for lr, s in zip(lrs, seeds):
+            train_lm(tr, V, lr=lr, seed=s, steps=a.steps)
+    with Clock() as many:
+        train_lms(tr, V, lrs, seeds, steps=a.steps)
+    lines += [f"Fig. 10's runs, {R} runs x {a.steps} steps: one at a time (`train_lm`) {one.wall:.1f} s wall, "
+              f"{one.cpu:.1f} s CPU; as one batched program (`train_lms`) {many.wall:.1f} s wall, {many.cpu:.1f} s "
+              f"CPU: batched / one at a time = **{many.wall / one.wall:.2f}** wall, **{many.cpu / one.cpu:.2f}** CPU "
               f"(above 1: slower).", ""]
 
     rows = []
     for v in a.vocab:
         ids = torch.randint(0, v, (tr.numel(),), generator=torch.Generator().manual_seed(0))
         s = steps_per_second(ids, v, max(3, a.steps // 4))
-        rows.append(f"| {v:,} | {s:.2f} | {flops_per_step(v, 1) / 1e9:.1f} | {s * flops_per_step(v, 1) / 1e9:.0f} |")
-    lines += ["| vocabulary V (1 layer) | steps/s | GFLOP a step | GFLOP/s |", "|---|---|---|---|", *rows, ""]
+        f = flops_per_step(v, 1) / 1e9
+        rows.append(f"| {v:,} | {f:.1f} | {1 / s[1]:.2f} | {s[1] * f:.0f} |")
+    lines += ["| vocabulary V (1 layer) | GFLOP a step | CPU s a step | GFLOP per CPU s |", "|---|---|---|---|",
+              *rows, ""]
 
     if a.torch_ref:
         rows = []
