@@ -28,8 +28,12 @@ def fig4(eta_y=1.0, eta_z=1.0, seed=2, device="auto", **overrides):
 
 def syn_medium_sweep(num_last=FIG6["num_last"], eta_z=FIG6["eta_z"], ratio=FIG6["ratio"],
                      seeds=FIG6["seeds"], device="auto", progress=False, **overrides):
-    """The Syn-Medium grid of Figs. 6, 11, 12: {num_last: (classes, TrainResult)}, batched per num_last."""
-    kw = dict(COMMON, init="default")
+    """The Syn-Medium grid of Figs. 6, 11, 12: {num_last: (classes, TrainResult)}, batched per num_last.
+
+    Trained on the support path (``train(path="support")``: the same batches as the dense
+    counts path, the products only over each class's ~20 support tokens); pass
+    ``path="counts"`` for the dense reference."""
+    kw = dict(COMMON, init="default", path="support")
     kw.update(overrides)
     ey, ez, sd = lr_grid(eta_z, ratio, seeds)
     out = {}

@@ -19,7 +19,7 @@ from .data import SequenceClasses, sample_tokens, counts_from_tokens, sample_sup
 from .model import SupportYZ, YZModel
 
 OPTIMIZERS = ("sgd", "adam")
-PATHS = ("auto", "support", "counts", "tokens")
+PATHS = ("counts", "support", "tokens")
 GRADS = ("lemma1", "autograd")
 
 
@@ -50,8 +50,9 @@ class BatchedOptimizer:
             st["step"] += 1
             # in place throughout: fresh (R, M, M) temporaries cost more than the arithmetic
             if self.method == "sgd":
-                if self.momentum:   # m = momentum m + g in one pass (read g, m; write m)
-                    g = torch.add(g, st["m"], alpha=self.momentum, out=st["m"])
+                if self.momentum:
+                    st["m"].mul_(self.momentum).add_(g)
+                    g = st["m"]
                 p.addcmul_(lr, g, value=-1)
             else:
                 b1, b2 = self.betas
@@ -100,18 +101,18 @@ def _per_run(name, value, R):
 def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int = 100,
           batch: int = 128, T: int = 128, optimizer: str = "sgd", momentum: float = 0.9,
           betas=(0.9, 0.999), init: str = "zero", normalize: bool = True,
-          residual: bool = False, path: str = "auto", grad: str = "lemma1", snapshot_steps=(),
+          residual: bool = False, path: str = "counts", grad: str = "lemma1", snapshot_steps=(),
           dtype=torch.float32, device="auto", progress=False) -> TrainResult:
     """Train R = len(seeds) (or len(eta_y), len(eta_z)) independent Y/Z models.
 
     Each step draws ``batch`` fresh sequences of length ``T`` (T-1 contextual tokens and
     the query) per distinct seed, and takes one step of ``optimizer`` on the batch-mean
     cross-entropy with rates eta_Y (for Y) and eta_Z (for Z). ``path`` picks where the
-    forward pass runs: ``support`` (Lemma 1 on each class's ~20 support tokens only, the
-    fastest), ``counts`` (token counts over all M tokens) or ``tokens`` (the sequences);
-    ``auto`` (the default) is ``support`` where it applies (Lemma 1's gradients, no residual)
-    and ``counts`` otherwise. All give the same numbers up to the order of summation
-    (``tests/test_fast_paths.py``); every path draws the same batches (on a CPU).
+    forward pass runs: ``counts`` (the default: token counts over all M tokens), ``support``
+    (Lemma 1 on each class's support tokens only, ~20 of M: several times faster for large
+    sweeps over large vocabularies, such as Fig. 6's; no residual) or ``tokens`` (the
+    sequences). All draw the same batches (on a CPU) and give the same numbers up to the
+    order of summation (``tests/test_fast_paths.py``; in float32 about 1e-7 relative).
     ``grad`` picks Lemma 1's closed-form gradients (counts and support paths) or autograd.
     ``progress`` is a bool or a tqdm bar to advance one tick per step.
     """
@@ -146,8 +147,6 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
     probs = classes.torch_probs(dev)
     if grad not in GRADS:
         raise ValueError(f"unknown grad {grad!r}: use one of {GRADS}")
-    if path == "auto":
-        path = "support" if grad == "lemma1" and not residual else "counts"
     if grad == "lemma1" and path == "tokens":
         raise ValueError("grad='lemma1' works on the counts path; use grad='autograd' with path='tokens'")
     if path == "support" and (grad != "lemma1" or residual):

@@ -119,15 +119,19 @@ def test_support_training_equals_counts_training(optimizer, init, normalize):
         torch.testing.assert_close(b.snapshots[s], a.snapshots[s], atol=1e-10, rtol=1e-10)
 
 
-def test_support_is_the_default_where_it_applies():
+def test_paths_and_their_limits():
+    """The dense counts path stays the default (the book's numbers); the Fig. 6 sweep uses support."""
+    from scansnap.experiments import syn_medium_sweep
     c = syn_small()
-    assert train(c, steps=2).config["path"] == "support"
-    assert train(c, steps=2, residual=True).config["path"] == "counts"
-    assert train(c, steps=2, grad="autograd").config["path"] == "counts"
+    assert train(c, steps=2).config["path"] == "counts"
+    assert train(c, steps=2, path="support").config["path"] == "support"
+    assert syn_medium_sweep(num_last=(3,), eta_z=(1,), ratio=(1,), seeds=(1,), steps=2)[3][1].config["path"] == "support"
     with pytest.raises(ValueError, match="path='support'"):
         train(c, steps=2, path="support", residual=True)
     with pytest.raises(ValueError, match="path='support'"):
         train(c, steps=2, path="support", grad="autograd")
+    with pytest.raises(ValueError, match="unknown path 'auto'"):
+        train(c, steps=2, path="auto")
 
 
 def test_support_float32_close_to_counts():
