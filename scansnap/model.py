@@ -382,19 +382,21 @@ class SupportYZ:
         S, B, _ = logcounts.shape
         dev = logcounts.device
         Ys, Yo, Za = self.Ys, self.Yo, self.Za
-        cls = classes[group]                                             # (R, B)
+        per_run = lambda x: x.index_select(0, group)                     # (S, ...) -> (R, ...)
+        cls = per_run(classes)                                           # (R, B)
         # forward. c = X^T b_T = softmax_l(z_{x_T, l} + log count_l) over the slots (Eq. 20)
-        zs = Za.view(R, -1)[:, self.z_index.view(-1)].view(R, K, s)
-        c = torch.softmax(torch.gather(zs, 1, cls[..., None].expand(R, B, s)).add_(logcounts[group]), -1)
+        zs = Za.view(R, -1).index_select(1, self.z_index.view(-1)).view(R, K, s)
+        c = torch.softmax(torch.gather(zs, 1, cls[..., None].expand(R, B, s)).add_(per_run(logcounts)), -1)
         f = c / c.norm(dim=-1, keepdim=True) if self.normalize else c    # LN
         # logits = Y^T f: the shared rows for every sequence, then each sequence's own rows
         logits = torch.bmm(f[..., :s0], Ys)
         if o:
-            idx = self.own_row[cls] + (torch.arange(R, device=dev) * (K * o))[:, None, None]
+            idx = per_run(self.own_row.index_select(0, classes.view(-1)).view(S, B, o)).add_(
+                (torch.arange(R, device=dev) * (K * o))[:, None, None])
             logits += F.embedding_bag(idx.view(R * B, o), Yo.view(-1, M),
                                       per_sample_weights=f[..., s0:].reshape(R * B, o), mode="sum").view(R, B, M)
         a = torch.softmax(logits, -1)                                          # alpha
-        lab = self.labels[cls][..., None]                                      # (R, B, 1)
+        lab = per_run(self.labels.index_select(0, classes.view(-1)).view(S, B, 1))   # (R, B, 1)
         loss = _nll_from_softmax(a, logits, lab).mean(-1)
         # backward. delta = alpha - x_{T+1} = B d loss / d logits; dJ/dY = f delta^T (Eq. 3)
         a.scatter_add_(-1, lab, torch.full_like(lab, -1, dtype=a.dtype))
@@ -405,16 +407,16 @@ class SupportYZ:
         # f_bj (delta_b . Y_j) for the shared slots (own slots: below, by rows) minus f_bj^2 mu_b
         d = (w * f if self.normalize else w) * -mu[..., None]
         d[..., :s0].addcmul_(w[..., :s0], torch.bmm(a, Ys.transpose(1, 2)))
-        onehot = torch.zeros(S, K, B, dtype=a.dtype, device=dev).scatter_(
-            1, classes[:, None, :], 1.0)[group]                                # (R, K, B)
+        onehot = per_run(torch.zeros(S, K, B, dtype=a.dtype, device=dev).scatter_(
+            1, classes[:, None, :], 1.0))                                     # (R, K, B)
         t = torch.bmm(onehot, d)                                               # (R, K, s)
         if o:   # own rows: row j of class n sums the sequences of class n (bags of rows sorted by class)
             row, bag0, sizes = _class_bags(classes, K, o)
             wslot = torch.repeat_interleave((s0 + torch.arange(o, device=dev)).repeat(K).expand(S, K * o).reshape(-1),
                                             sizes.reshape(-1)).view(S, B * o)
-            ind = (row[group] + (torch.arange(R, device=dev) * B)[:, None]).view(-1)
-            offs = (bag0[group] + (torch.arange(R, device=dev) * (B * o))[:, None]).view(-1)
-            psw = torch.gather(w.reshape(R, B * s), 1, (row * s + wslot)[group]).view(-1)
+            ind = per_run(row).add_((torch.arange(R, device=dev) * B)[:, None]).view(-1)
+            offs = per_run(bag0).add_((torch.arange(R, device=dev) * (B * o))[:, None]).view(-1)
+            psw = torch.gather(w.reshape(R, B * s), 1, per_run(row * s + wslot)).view(-1)
             Yo.grad = F.embedding_bag(ind, a.view(R * B, M), offs, mode="sum",
                                       per_sample_weights=psw).view(R, K * o, M)
             t[..., s0:] += _rowdot(Yo, Yo.grad).view(R, K, o)                 # Y_j . H_{n,j}

@@ -125,7 +125,8 @@ def test_paths_and_their_limits():
     c = syn_small()
     assert train(c, steps=2).config["path"] == "counts"
     assert train(c, steps=2, path="support").config["path"] == "support"
-    assert syn_medium_sweep(num_last=(3,), eta_z=(1,), ratio=(1,), seeds=(1,), steps=2)[3][1].config["path"] == "support"
+    sweep = syn_medium_sweep(num_last=(1, 3), eta_z=(1,), ratio=(1,), seeds=(1,), steps=2)
+    assert sweep[1][1].config["path"] == "counts" and sweep[3][1].config["path"] == "support"
     with pytest.raises(ValueError, match="path='support'"):
         train(c, steps=2, path="support", residual=True)
     with pytest.raises(ValueError, match="path='support'"):
