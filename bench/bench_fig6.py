@@ -65,7 +65,7 @@ def baseline_run(classes, eta_y, eta_z, seed, steps, batch, T):
         loss.backward()
         oy.step()
         oz.step()
-    return float(loss)
+    return loss.item()
 
 
 def check_same_computation():

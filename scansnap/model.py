@@ -372,11 +372,13 @@ class SupportYZ:
             Z[:, self.z_rows.to(Z.device)] = self.Za
 
     @torch.no_grad()
-    def grads(self, logcounts: torch.Tensor, classes: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
+    def grads(self, logcounts: torch.Tensor, classes: torch.Tensor, group: torch.Tensor,
+              scale_y: torch.Tensor | None = None, scale_z: torch.Tensor | None = None) -> torch.Tensor:
         """Set ``Ys.grad``, ``Yo.grad``, ``Za.grad`` for the batches of S seeds; return the losses (R,).
 
         logcounts (S, B, s): log of the slot counts (-inf where 0); classes (S, B); group (R,):
-        the seed of each run (run r trains on batch group[r]).
+        the seed of each run (run r trains on batch group[r]). ``scale_y``, ``scale_z`` (R,):
+        multiply run r's gradients by these (SGD folds its rates in here: see :meth:`sgd_step`).
         """
         R, M, K, s, s0, o = self.R, self.M, self.K, self.s, self.s0, self.o
         S, B, _ = logcounts.shape
@@ -402,7 +404,8 @@ class SupportYZ:
         a.scatter_add_(-1, lab, torch.full_like(lab, -1, dtype=a.dtype))
         mu = _rowdot(a, logits)                                                # (R, B)
         w = f / B
-        Ys.grad = torch.bmm(w[..., :s0].transpose(1, 2), a)                   # shared rows: all sequences
+        wy = w if scale_y is None else w * scale_y[:, None, None]
+        Ys.grad = torch.bmm(wy[..., :s0].transpose(1, 2), a)                  # shared rows: all sequences
         # per sequence, the terms of the Z gradient that sum over a class's sequences:
         # f_bj (delta_b . Y_j) for the shared slots (own slots: below, by rows) minus f_bj^2 mu_b
         d = (w * f if self.normalize else w) * -mu[..., None]
@@ -416,13 +419,31 @@ class SupportYZ:
                                             sizes.reshape(-1)).view(S, B * o)
             ind = per_run(row).add_((torch.arange(R, device=dev) * B)[:, None]).view(-1)
             offs = per_run(bag0).add_((torch.arange(R, device=dev) * (B * o))[:, None]).view(-1)
-            psw = torch.gather(w.reshape(R, B * s), 1, per_run(row * s + wslot)).view(-1)
+            psw = torch.gather(wy.reshape(R, B * s), 1, per_run(row * s + wslot)).view(-1)
             Yo.grad = F.embedding_bag(ind, a.view(R * B, M), offs, mode="sum",
                                       per_sample_weights=psw).view(R, K * o, M)
-            t[..., s0:] += _rowdot(Yo, Yo.grad).view(R, K, o)                 # Y_j . H_{n,j}
+            h = _rowdot(Yo, Yo.grad).view(R, K, o)                            # Y_j . H_{n,j}
+            t[..., s0:] += h if scale_y is None else h / scale_y[:, None, None]
+        if scale_z is not None:
+            t *= scale_z[:, None, None]
         Za.grad = torch.zeros_like(Za)
         Za.grad.view(R, -1).index_add_(1, self.z_index.view(-1), t.view(R, K * s))
         return loss
+
+    @torch.no_grad()
+    def sgd_step(self, momentum: float, buffers: list):
+        """SGD with momentum on gradients that already carry each run's rate (``grads(...,
+        scale_y=eta_y, scale_z=eta_z)``): m = momentum m + eta g, p -= m, which is PyTorch's
+        m = momentum m + g, p -= eta m with m scaled by eta. Two passes over the rows that
+        move instead of three: on the largest sweeps this step is memory-bound."""
+        params = (self.Ys, self.Yo, self.Za)
+        if not buffers:
+            buffers.extend(torch.zeros_like(p) for p in params)
+        for p, m in zip(params, buffers):
+            if momentum:
+                p.sub_(torch.add(p.grad, m, alpha=momentum, out=m))
+            else:
+                p.sub_(p.grad)
 
 
 def _class_bags(classes: torch.Tensor, K: int, o: int):

@@ -162,7 +162,9 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
     if path == "support":
         table = support_table(classes, device=dev)
         sup = SupportYZ(model, classes, table)
-        opt = BatchedOptimizer([(sup.Ys, lr_y), (sup.Yo, lr_y), (sup.Za, lr_z)], optimizer, momentum, betas)
+        sgd_buffers = []   # SGD folds the rates into the gradients (SupportYZ.sgd_step); Adam cannot
+        opt = None if optimizer == "sgd" else BatchedOptimizer(
+            [(sup.Ys, lr_y), (sup.Yo, lr_y), (sup.Za, lr_z)], optimizer, momentum, betas)
     else:
         opt = BatchedOptimizer([(model.Y, lr_y), (model.Z, lr_z)], optimizer, momentum, betas)
         buf = {}
@@ -174,8 +176,12 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
             snapshots[s] = model.Z.detach().cpu().clone()
         if path == "support":
             sb = sample_support(classes, batch, T, gens, table, dtype)
-            loss = sup.grads(sb.counts.log_(), sb.classes, group_t)
-            opt.step()
+            if optimizer == "sgd":
+                loss = sup.grads(sb.counts.log_(), sb.classes, group_t, lr_y.to(dtype), lr_z.to(dtype))
+                sup.sgd_step(momentum, sgd_buffers)
+            else:
+                loss = sup.grads(sb.counts.log_(), sb.classes, group_t)
+                opt.step()
             losses[:, s] = loss.cpu().double().numpy()
             bar.update(1)
             continue
