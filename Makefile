@@ -66,8 +66,12 @@ ifneq ($(strip $(NOTEBOOKS)),)
 	$(BIN)/python -m pytest --nbval --nbval-sanitize-with tests/sanitize.cfg -p no:cacheprovider $(NOTEBOOKS)
 endif
 
+# Benchmarks (not part of `make test`): each writes its Markdown report beside bench/RESULTS.md,
+# which quotes them. On a shared machine, OMP_WAIT_POLICY=PASSIVE keeps torch's two threads from
+# spinning against the other jobs (see bench/RESULTS.md); it is the caller's to set.
 bench: $(STAMP)
-	$(BIN)/python bench/bench_fig6.py --write bench/RESULTS.md
+	$(BIN)/python bench/bench_fig6.py --profile --write bench/fig6.md
+	$(BIN)/python bench/bench_lm.py --write bench/lm.md
 
 # Mutation testing (not part of `make test`; long: see bench/MUTATION.md). mutmut mutates data.py,
 # model.py, train.py, theory.py and metrics.py ([tool.mutmut] in pyproject.toml) and runs the fast

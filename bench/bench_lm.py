@@ -1,24 +1,80 @@
-"""Benchmark: WikiText-2 training throughput (tokens/s) of scansnap's EmbeddingTransformer
-against torch.nn.TransformerEncoder in the same configuration, side by side in one run.
+"""Benchmark: the WikiText trainers (Figs. 7 and 10), measured against the machine's own
+matrix-multiply peak, side by side in one process.
 
-Configuration (the authors' decoder_wiki.yaml): d = 200, 1 head, d_hid = 200, dropout 0.2,
-post-norm, causal mask, sinusoidal positions, batch 20, bptt 35, SGD lr 5, clip 0.5; the
-vocabulary of scansnap.experiments.wikitext_data() (words seen >= 3 times).
+1. Peak: a large float32 GEMM (2048^3) and the decoder's three GEMMs (700 x 200 x V).
+2. ``train_lm`` steps/s for 1 and 3 layers; FLOPs per step counted from the shapes (6 x
+   multiply-adds: forward plus backward), so the achieved GFLOP/s and the floor of
+   ``reproduce fig7`` + ``fig10`` follow.
+3. Fig. 10's runs one at a time (``train_lm``) vs as one batched program (``train_lms``).
+4. Steps/s against the vocabulary size V (random token ids; the cost does not depend on
+   them), for the WikiText-103 extrapolation in RESULTS.md.
+5. Optional (``--torch-ref``): tokens/s against torch.nn.TransformerEncoder, same setting.
 
-    python bench/bench_lm.py [--steps 60] [--layers 1 3] [--write-append bench/RESULTS.md]
+    python bench/bench_lm.py [--steps 20] [--runs 5] [--vocab 10111 33278 267735] [--write FILE]
 """
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import subprocess
 import time
 
 import torch
 import torch.nn as nn
 
-from scansnap.experiments import wikitext_data
-from scansnap.model import EmbeddingTransformer, sinusoidal_encoding
-from scansnap.wikitext import batchify
+from scansnap.experiments import FIG7, FIG10, wikitext_data
+from scansnap.lm import train_lm, train_lms
+from scansnap.model import sinusoidal_encoding
+
+D, DH, B, BPTT = 200, 200, 20, 35
+
+
+def uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "uptime: n/a"
+
+
+def flops_per_step(V, layers, d=D, dh=DH, T=BPTT, N=B * BPTT):
+    """6 x multiply-adds per step: projections 4d^2, scores and mixing 2Td, feed-forward 2 d dh
+    per layer and token, the decoder dV per token; backward = 2 x forward."""
+    return 6 * N * (layers * (4 * d * d + 2 * T * d + 2 * d * dh) + d * V)
+
+
+class Clock:
+    """Wall and CPU seconds (all threads) of a block. On a shared machine the wall time
+    includes waiting for a core; CPU seconds count only the work (the other jobs still
+    slow it through the shared caches and memory)."""
+
+    def __enter__(self):
+        self.w, self.c = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall, self.cpu = time.perf_counter() - self.w, time.process_time() - self.c
+
+
+def gemm_rate(m, k, n, reps=5):
+    """GFLOP per wall second and per CPU second of an (m x k) @ (k x n) float32 product."""
+    a, b = torch.randn(m, k), torch.randn(k, n)
+    torch.mm(a, b)
+    with Clock() as c:
+        for _ in range(reps):
+            torch.mm(a, b)
+    f = 2 * m * k * n * reps / 1e9
+    return f / c.wall, f / c.cpu
+
+
+def steps_per_second(ids, V, steps, layers=1):
+    """Steps per wall second and per CPU second of train_lm (its setup, the init, cancels out)."""
+    train_lm(ids, V, layers=layers, steps=2)                   # warm-up
+    with Clock() as long:
+        train_lm(ids, V, layers=layers, steps=steps + 2)
+    with Clock() as short:
+        train_lm(ids, V, layers=layers, steps=2)
+    return steps / max(long.wall - short.wall, 1e-9), steps / max(long.cpu - short.cpu, 1e-9)
 
 
 class TorchLM(nn.Module):
@@ -41,57 +97,107 @@ class TorchLM(nn.Module):
         return self.decoder(self.encoder(h, mask=mask, is_causal=True)), None
 
 
-def tokens_per_second(model, data, vocab, steps, device, bptt=35):
-    model.to(device).train()
-    opt = torch.optim.SGD(model.parameters(), lr=5.0)
-    def step(i):
-        j = (i % ((data.shape[0] - 1) // bptt)) * bptt
-        x, y = data[j:j + bptt].t().to(device), data[j + 1:j + 1 + bptt].t().to(device)
-        logits, _ = model(x)
-        loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), y.reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
-        opt.step()
-    for i in range(3):                      # warm-up
-        step(i)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    t = time.perf_counter()
-    for i in range(steps):
-        step(i)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return steps * data.shape[1] * bptt / (time.perf_counter() - t)
+def torch_ref_tokens_per_second(ids, V, steps, layers):
+    from scansnap.model import EmbeddingTransformer
+    from scansnap.wikitext import batchify
+    data = batchify(ids, B)
+    out = []
+    for model in (EmbeddingTransformer(V, layers=layers), TorchLM(V, layers=layers)):
+        opt = torch.optim.SGD(model.parameters(), lr=5.0)
+
+        def step(i):
+            j = (i % ((data.shape[0] - 1) // BPTT)) * BPTT
+            logits, _ = model(data[j:j + BPTT].t())
+            loss = nn.functional.cross_entropy(logits.reshape(-1, V), data[j + 1:j + 1 + BPTT].t().reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            opt.step()
+        for i in range(3):
+            step(i)
+        t = time.perf_counter()
+        for i in range(steps):
+            step(i)
+        out.append(steps * B * BPTT / (time.perf_counter() - t))
+    return out
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=60)
-    ap.add_argument("--layers", type=int, nargs="+", default=[1, 3])
-    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--write-append", help="append the Markdown report to this file")
+    ap.add_argument("--steps", type=int, default=20, help="timed steps per measurement")
+    ap.add_argument("--runs", type=int, default=5, help="runs in the batched-vs-one-at-a-time comparison")
+    ap.add_argument("--vocab", type=int, nargs="*", default=[10111, 33278, 267735])
+    ap.add_argument("--torch-ref", action="store_true", help="also compare with nn.TransformerEncoder")
+    ap.add_argument("--write", help="write the Markdown report to this file")
     a = ap.parse_args()
-    device = torch.device(a.device)
     tr, _, vocab = wikitext_data()
-    data = batchify(tr, 20)
     V = len(vocab)
-    lines = ["## WikiText-2 training throughput: scansnap vs torch.nn.TransformerEncoder", "",
-             f"Command: `python bench/bench_lm.py --steps {a.steps} --device {a.device}`  ",
-             f"Device: {a.device} ({torch.get_num_threads()} threads), torch {torch.__version__}, "
-             f"vocabulary {V}, batch 20 x bptt 35.", "",
-             "| layers | scansnap (tokens/s) | nn.TransformerEncoder (tokens/s) | ratio |", "|---|---|---|---|"]
-    for L in a.layers:
-        torch.manual_seed(0)
-        ours = tokens_per_second(EmbeddingTransformer(V, layers=L), data, V, a.steps, device)
-        torch.manual_seed(0)
-        ref = tokens_per_second(TorchLM(V, layers=L), data, V, a.steps, device)
-        lines.append(f"| {L} | {ours:,.0f} | {ref:,.0f} | {ours / ref:.2f} |")
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if a.write_append:
-        with open(a.write_append, "a") as fh:
-            fh.write("\n" + report)
+    lines = ["## WikiText trainers (Figs. 7, 10): against the machine's GEMM peak", "",
+             f"Command: `python bench/bench_lm.py --steps {a.steps} --runs {a.runs}`  ",
+             f"CPU, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads, torch {torch.__version__}, "
+             f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}; vocabulary {V} (shipped "
+             f"WikiText-2, words seen >= 3 times), batch {B} x bptt {BPTT}, d = d_hidden = {D}.  ",
+             f"Load before: `{uptime()}`", ""]
+
+    peak = gemm_rate(2048, 2048, 2048)
+    dec = [gemm_rate(B * BPTT, D, V), gemm_rate(B * BPTT, V, D), gemm_rate(V, B * BPTT, D)]
+    lines += ["| GEMM (float32) | GFLOP per wall s | GFLOP per CPU s |", "|---|---|---|",
+              f"| 2048 x 2048 x 2048 | {peak[0]:.0f} | {peak[1]:.0f} |",
+              f"| decoder forward, 700 x 200 x {V} | {dec[0][0]:.0f} | {dec[0][1]:.0f} |",
+              f"| decoder grad input, 700 x {V} x 200 | {dec[1][0]:.0f} | {dec[1][1]:.0f} |",
+              f"| decoder grad weight, {V} x 700 x 200 | {dec[2][0]:.0f} | {dec[2][1]:.0f} |", ""]
+
+    rows, sps = [], {}
+    for L in (1, 3):
+        sps[L] = steps_per_second(tr, V, a.steps, layers=L)
+        f = flops_per_step(V, L) / 1e9
+        rows.append(f"| {L} | {sps[L][0]:.2f} | {1 / sps[L][1]:.2f} | {f:.2f} | {sps[L][1] * f:.0f} | "
+                    f"{100 * sps[L][1] * f / peak[1]:.0f}% |")
+    lines += ["| layers | steps per wall s | CPU s a step | GFLOP a step | GFLOP per CPU s | of the 2048^3 rate |",
+              "|---|---|---|---|---|---|", *rows, ""]
+    n10 = len(FIG10["lrs"]) * len(FIG10["seeds"]) * FIG10["steps"]
+    total_f = FIG7["steps"] * (flops_per_step(V, 1) + flops_per_step(V, 3)) + n10 * flops_per_step(V, 1)
+    cpu_s = FIG7["steps"] * (1 / sps[1][1] + 1 / sps[3][1]) + n10 / sps[1][1]
+    lines += [f"Figs. 7 + 10 (1,500 + 1,500 steps; 25 x 300 steps): {total_f / 1e12:.1f} TFLOP, "
+              f"{cpu_s / 60:.0f} CPU-minutes at the CPU-second rates above: **{cpu_s / 120:.1f} min** on two "
+              f"cores kept busy. At the 2048^3 rate for every FLOP: **{total_f / peak[1] / 1e9 / 120:.1f} min** "
+              f"(the floor on this CPU).", ""]
+
+    R = a.runs
+    lrs, seeds = [float(x) for x in range(1, R + 1)], list(range(1, R + 1))
+    train_lms(tr, V, lrs[:2], seeds[:2], steps=2)
+    with Clock() as one:
+        for lr, s in zip(lrs, seeds):
+            train_lm(tr, V, lr=lr, seed=s, steps=a.steps)
+    with Clock() as many:
+        train_lms(tr, V, lrs, seeds, steps=a.steps)
+    lines += [f"Fig. 10's runs, {R} runs x {a.steps} steps: one at a time (`train_lm`) {one.wall:.1f} s wall, "
+              f"{one.cpu:.1f} s CPU; as one batched program (`train_lms`) {many.wall:.1f} s wall, {many.cpu:.1f} s "
+              f"CPU: batched / one at a time = **{many.wall / one.wall:.2f}** wall, **{many.cpu / one.cpu:.2f}** CPU "
+              f"(above 1: slower).", ""]
+
+    rows = []
+    for v in a.vocab:
+        ids = torch.randint(0, v, (tr.numel(),), generator=torch.Generator().manual_seed(0))
+        s = steps_per_second(ids, v, max(3, a.steps // 4))
+        f = flops_per_step(v, 1) / 1e9
+        rows.append(f"| {v:,} | {f:.1f} | {1 / s[1]:.2f} | {s[1] * f:.0f} |")
+    lines += ["| vocabulary V (1 layer) | GFLOP a step | CPU s a step | GFLOP per CPU s |", "|---|---|---|---|",
+              *rows, ""]
+
+    if a.torch_ref:
+        rows = []
+        for L in (1, 3):
+            ours, ref = torch_ref_tokens_per_second(tr, V, a.steps, L)
+            rows.append(f"| {L} | {ours:,.0f} | {ref:,.0f} | {ours / ref:.2f} |")
+        lines += ["| layers | scansnap (tokens/s) | nn.TransformerEncoder (tokens/s) | ratio |", "|---|---|---|---|",
+                  *rows, ""]
+    lines += [f"Load after: `{uptime()}`", ""]
+    text = "\n".join(lines)
+    print(text)
+    if a.write:
+        with open(a.write, "w") as fh:
+            fh.write(text)
 
 
 if __name__ == "__main__":

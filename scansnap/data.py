@@ -203,6 +203,35 @@ class TokenBatch(NamedTuple):
     classes: torch.Tensor  # (B,) long: class index n of each sequence
 
 
+class SupportTable(NamedTuple):
+    """Each class's support as a row of *slots* (``support_table``), on one device.
+
+    Slot j of class n holds token ``cols[n, j]``. The slots of every class are the same
+    ``shared`` tokens (those of more than one class's list) followed by the class's own
+    tokens (padded to ``own_width`` with copies of a real token that never get a count).
+    ``cum[n]`` is the cumulative distribution torch.multinomial builds over the M tokens
+    (a running sum in token order, divided by the total, the last bucket set to 1), read at
+    class n's support tokens in token order; ``slot_of[n, p]`` is the slot of support
+    position p. ``query_slot[n]`` is the slot of psi(n) (-1 if psi(n) has no slot).
+    """
+    cols: torch.Tensor        # (K, s) long
+    cum: torch.Tensor         # (K, p) float64, +inf beyond the support
+    slot_of: torch.Tensor     # (K, p) long
+    query_slot: torch.Tensor  # (K,) long
+    token_slot: torch.Tensor  # (K, M) long: the slot of token l in class n's row, -1 if none
+    plain: bool               # every class has the same cum row and slot p = support position p
+    own_count: torch.Tensor   # (K,) long: how many of class n's own slots hold real tokens
+    n_shared: int             # the first n_shared slots of every class are the shared tokens
+    own_width: int            # then own_width slots of the class's own tokens
+
+
+class SupportBatch(NamedTuple):
+    counts: torch.Tensor   # (..., B, s) float: count of slot j's token among x_1..x_{T-1}
+    query: torch.Tensor    # (..., B) long
+    labels: torch.Tensor   # (..., B) long
+    classes: torch.Tensor  # (..., B) long
+
+
 class CountBatch(NamedTuple):
     counts: torch.Tensor   # (B, M) float: how often each token occurs among x_1..x_{T-1}
     query: torch.Tensor    # (B,) long: x_T
@@ -258,3 +287,94 @@ def sample_counts(classes: SequenceClasses, batch: int, T: int, generator: torch
     tb = sample_tokens(classes, batch, T, generator, probs)
     return CountBatch(counts_from_tokens(tb.tokens, classes.M, dtype), tb.tokens[:, -1],
                       tb.labels, tb.classes)
+
+
+# ---------------------------------------------------------------------------------------
+# Sampling on the support: the same draws as sample_tokens, counted over ~20 slots, not M
+# ---------------------------------------------------------------------------------------
+
+def _multinomial_cdf(p: np.ndarray) -> np.ndarray:
+    """The cumulative distribution torch.multinomial (CPU, with replacement) searches:
+    a running sum in token order (float64), divided by the total, the last bucket 1."""
+    cum = np.add.accumulate(np.asarray(p, dtype=np.float64))
+    cum = cum / cum[-1]
+    cum[-1] = 1.0
+    return cum
+
+
+def support_table(classes: SequenceClasses, with_query: bool = False, device=None) -> SupportTable:
+    """The slots of every class (see :class:`SupportTable`).
+
+    ``with_query`` also gives each class a slot for its query token psi(n) (the residual
+    of Sec. 7 adds the query's one-hot to the attention output): a shared slot when psi(n)
+    is not already in the class's support.
+    """
+    K, M = classes.K, classes.M
+    supp = classes.probs > 0
+    owners = supp.sum(axis=0)
+    shared_mask = owners > 1
+    if with_query:
+        shared_mask[classes.query] = True
+    shared = np.flatnonzero(shared_mask)
+    own = [np.flatnonzero(supp[n] & ~shared_mask) for n in range(K)]
+    own_width = max(len(o) for o in own)
+    s = len(shared) + own_width
+    cols = np.empty((K, max(s, 1)), np.int64)
+    p_max = int(supp.sum(axis=1).max())
+    cum = np.full((K, p_max), np.inf)
+    slot_of = np.zeros((K, p_max), np.int64)
+    query_slot = np.full(K, -1, np.int64)
+    token_slot = np.full((K, M), -1, np.int64)
+    for n in range(K):
+        row = np.concatenate([shared, own[n]])
+        pad = row[0] if len(row) else 0
+        cols[n] = np.concatenate([row, np.full(s - len(row), pad, np.int64)])
+        where = {int(t): j for j, t in enumerate(row)}
+        tokens = np.flatnonzero(supp[n])
+        cum[n, :len(tokens)] = _multinomial_cdf(classes.probs[n])[tokens]
+        slot_of[n, :len(tokens)] = [where[int(t)] for t in tokens]
+        query_slot[n] = where.get(int(classes.query[n]), -1)
+        token_slot[n, row] = np.arange(len(row))
+    plain = bool(np.all(cum == cum[:1]) and np.all(slot_of == np.arange(p_max)))
+    t = lambda a, dt=torch.long: torch.as_tensor(a, dtype=dt, device=device)
+    return SupportTable(t(cols), t(cum, torch.float64), t(slot_of), t(query_slot), t(token_slot),
+                        plain, t([len(x) for x in own]), len(shared), own_width)
+
+
+def sample_support(classes: SequenceClasses, batch: int, T: int, generators, table: SupportTable,
+                   dtype=torch.float32) -> SupportBatch:
+    """The batch of :func:`sample_tokens`, counted over each class's slots: counts (S, B, s).
+
+    ``generators`` is a list of S generators (one batch each; a single generator gives
+    S = 1). On a CPU the tokens are exactly those of ``sample_tokens`` with the same
+    generator state: torch.multinomial draws one uniform (float64) per token, row after row,
+    and returns the first token whose cumulative probability reaches it; here the same
+    uniforms come from one ``torch.rand`` call and the search runs over the class's support
+    only (tokens of probability 0 never come first). Only a uniform of exactly 0
+    (probability 2^-53 a draw) could differ. On CUDA it is a sampler of the same distribution.
+    """
+    if isinstance(generators, torch.Generator):
+        generators = [generators]
+    batch = positive_int("batch size", batch)
+    T = positive_int("T (sequence length)", T, minimum=2)
+    device = table.cols.device
+    if T == 2:   # one token a sequence: torch.multinomial then draws differently (argmax of p/q, q ~ Exp(1))
+        draws = [sample_tokens(classes, batch, T, g) for g in generators]
+        cls = torch.stack([d.classes for d in draws])
+        slot = torch.gather(table.token_slot[cls], 2, torch.stack([d.tokens[:, :1] for d in draws]))
+    else:
+        cls, u = [], []
+        for g in generators:
+            cls.append(torch.randint(classes.K, (batch,), generator=g, device=device))
+            u.append(torch.rand(batch, T - 1, generator=g, dtype=torch.float64, device=device))
+        cls, u = torch.stack(cls), torch.stack(u)                  # (S, B), (S, B, T-1)
+        # support position of each token: the first whose cumulative probability reaches u
+        if table.plain:
+            slot = torch.searchsorted(table.cum[0], u)
+        else:
+            slot = torch.gather(table.slot_of[cls], 2, torch.searchsorted(table.cum[cls], u))
+    counts = torch.zeros(*cls.shape, table.cols.shape[1], dtype=dtype, device=device)
+    counts.scatter_add_(2, slot, torch.ones((), dtype=dtype, device=device).expand(slot.shape))
+    query = torch.tensor(classes.query, device=device)[cls]
+    labels = torch.tensor(classes.next_token, device=device)[cls]
+    return SupportBatch(counts, query, labels, cls)

@@ -28,7 +28,12 @@ def fig4(eta_y=1.0, eta_z=1.0, seed=2, device=None, **overrides):
 
 def syn_medium_sweep(num_last=FIG6["num_last"], eta_z=FIG6["eta_z"], ratio=FIG6["ratio"],
                      seeds=FIG6["seeds"], device=None, progress=False, **overrides):
-    """The Syn-Medium grid of Figs. 6, 11, 12: {num_last: (classes, TrainResult)}, batched per num_last."""
+    """The Syn-Medium grid of Figs. 6, 11, 12: {num_last: (classes, TrainResult)}, batched per num_last.
+
+    Each vocabulary trains on the faster of two paths that draw the same batches and agree
+    to rounding: the support path (``train(path="support")``, products over each class's 20
+    support tokens only) where those are at most a third of the M tokens (num_last >= 3),
+    the dense counts path otherwise (num_last = 1, M = 33). ``path=...`` forces one."""
     kw = dict(COMMON, init="default")
     kw.update(overrides)
     ey, ez, sd = lr_grid(eta_z, ratio, seeds)
@@ -37,7 +42,9 @@ def syn_medium_sweep(num_last=FIG6["num_last"], eta_z=FIG6["eta_z"], ratio=FIG6[
                unit="step")
     for nl in num_last:
         classes = syn_medium(nl)
-        out[nl] = (classes, train(classes, eta_y=ey, eta_z=ez, seeds=sd, device=device, progress=bar, **kw))
+        path = kw.get("path") or ("support" if 3 * int((classes.probs > 0).sum(1).max()) <= classes.M else "counts")
+        out[nl] = (classes, train(classes, eta_y=ey, eta_z=ez, seeds=sd, device=device, progress=bar,
+                                  **dict(kw, path=path)))
     bar.close()
     return out
 
@@ -108,7 +115,7 @@ def wikitext_data(source="shipped", min_freq=LM_MIN_FREQ):
 
 def fig7(steps=FIG7["steps"], layers=(1, 3), device=None, progress=False, source="shipped"):
     """Fig. 7: lowest-layer attention on a validation window during SGD (lr 5), 1 and 3 layers."""
-    from .train import train_lm
+    from .lm import train_lm
     tr, va, vocab = wikitext_data(source)
     probe = va[:FIG7["window"]]
     snaps = sorted({int(round(x)) for x in np.linspace(0, steps, len(FIG7["snapshots"]))})   # 0, 500, 1000, 1500
@@ -129,7 +136,7 @@ def lm_freezing(steps=FREEZE["steps"], every=FREEZE["every"], lr=FREEZE["lr"], l
     |change| since the previous snapshot, mean training loss over those steps).
     """
     from .metrics import attention_entropy
-    from .train import train_lm
+    from .lm import train_lm
     tr, va, vocab = wikitext_data(source)
     every = min(positive_int("every", every), positive_int("steps", steps))
     snaps = list(range(0, steps + 1, every))
@@ -157,33 +164,63 @@ def fig7_maps(f7: dict, window: int = FIG7["window"]) -> dict:
     return maps
 
 
+def lowest_attention(model, x):
+    """The attention maps (B, heads, T, T) of the lowest layer on tokens x (B, T), dropout off:
+    ``model(x)[1][0]`` without the layers above and the decoder (a (B*T, vocab) product)."""
+    import math
+    B, T = x.shape
+    h = model.U(x) * math.sqrt(model.d)
+    if model.pe is not None:
+        h = h + model.pe[:T]
+    mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+    return model.blocks[0].attn(h, mask)[1]
+
+
 def validation_attention_entropy(model, valid_ids, bptt=35, batches=20, batch=10):
     """Fig. 10: mean attention entropy of the lowest layer on validation windows (dropout off)."""
     from .metrics import attention_entropy
     from .wikitext import batchify
     data = batchify(valid_ids, batch)
     dev = next(model.parameters()).device
+    was_training = model.training
     model.eval()
     vals = []
     with torch.no_grad():
         for k in range(min(batches, (data.shape[0] - 1) // bptt)):
-            _, maps = model(data[k * bptt:(k + 1) * bptt].t().to(dev))
-            vals.append(attention_entropy(maps[0]))
-    model.train()
+            vals.append(attention_entropy(lowest_attention(model, data[k * bptt:(k + 1) * bptt].t().to(dev))))
+    model.train(was_training)
+    if not vals:
+        raise ValueError(f"validation text too short for one window of bptt={bptt} tokens in {batch} columns")
     return float(np.mean(vals))
 
 
 def fig10(lrs=FIG10["lrs"], seeds=FIG10["seeds"], steps=FIG10["steps"], device=None, progress=False,
-          source="shipped"):
-    """Fig. 10: validation attention entropy of a 1-layer model vs the SGD learning rate."""
-    from .train import train_lm
-    tr, va, vocab = wikitext_data(source)
-    rows = []
+          source="shipped", batched=None):
+    """Fig. 10: validation attention entropy of a 1-layer model vs the SGD learning rate.
+
+    Rows (lr, seed, entropy, mean training loss of the last 20 steps), one per run. The runs
+    are trained as one batched program (``scansnap.lm.train_lms``) where that is faster (on
+    a GPU; ``batched=None`` decides by device) and one at a time otherwise (on a CPU the
+    batched program is slower: see bench/RESULTS.md); both compute the same numbers.
+    """
+    from ._validate import resolve_device
+    from .lm import _runs, train_lm, train_lms
+    if not len(lrs) or not len(seeds):
+        raise ValueError(f"fig10 needs at least one learning rate and one seed; got lrs={lrs!r}, seeds={seeds!r}")
     runs = [(lr, s) for lr in lrs for s in seeds]
-    for lr, s in tqdm(runs, disable=not progress, desc="fig10 runs", unit="run"):
-        res = train_lm(tr, len(vocab), layers=1, lr=lr, steps=steps, seed=s, device=device)
-        rows.append((lr, s, validation_attention_entropy(res.model, va), float(res.loss[-20:].mean())))
-    return rows
+    _runs([r[0] for r in runs], [r[1] for r in runs])          # rejects bad rates and duplicate runs
+    dev = resolve_device(device)
+    tr, va, vocab = wikitext_data(source)
+    if batched is None:
+        batched = dev.type == "cuda"
+    if batched:
+        results = train_lms(tr, len(vocab), [r[0] for r in runs], [r[1] for r in runs], layers=1, steps=steps,
+                            device=dev, progress=progress)
+    else:
+        results = [train_lm(tr, len(vocab), layers=1, lr=lr, steps=steps, seed=s, device=dev)
+                   for lr, s in tqdm(runs, disable=not progress, desc="fig10 runs", unit="run")]
+    return [(lr, s, validation_attention_entropy(res.model, va), float(res.loss[-20:].mean()))
+            for (lr, s), res in zip(runs, results)]
 
 
 def book_results() -> dict:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -45,13 +46,15 @@ def init_yz(M: int, runs: int, init: str, seeds, dtype=torch.float32, device="cp
         raise ValueError(f"need one seed per run: {runs} runs, {len(seeds)} seeds")
     bound = 1.0 / math.sqrt(M)
     Y, Z = [], []
-    for s in seeds:
+    uniq, which = np.unique([int(s) for s in seeds], return_inverse=True)
+    for s in uniq:   # once per distinct seed (a learning-rate grid shares few seeds)
         g = torch.Generator().manual_seed(int(s))
         k1 = torch.empty(M, M, dtype=dtype).uniform_(-bound, bound, generator=g)
         k2 = torch.empty(M, M, dtype=dtype).uniform_(-bound, bound, generator=g)
         Y.append(k1.T)
         Z.append(k2)
-    return torch.stack(Y).to(device), torch.stack(Z).to(device)
+    which = torch.as_tensor(which.reshape(-1))
+    return torch.stack(Y)[which].to(device), torch.stack(Z)[which].to(device)
 
 
 class YZModel(nn.Module):
@@ -307,3 +310,182 @@ class EmbeddingTransformer(nn.Module):
             h, a = blk(h, mask)
             maps.append(a)
         return self.decoder(h), maps
+
+
+# ---------------------------------------------------------------------------------------
+# The support path: Lemma 1 computed only where a sequence has tokens (train(path="support"))
+# ---------------------------------------------------------------------------------------
+
+def _rowdot(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """sum(x * y, -1) without an (..., M) temporary (a batch of 1 x M times M x 1 products)."""
+    M = x.shape[-1]
+    return torch.matmul(x.reshape(-1, 1, M), y.reshape(-1, M, 1)).view(x.shape[:-1])
+
+
+def _nll_from_softmax(alpha, logits, labels):
+    """-log alpha[label] per row (..., 1) -> (...); rows where alpha[label] underflows are
+    recomputed from the logits (logsumexp - logit), so a huge loss stays a number."""
+    a = alpha.gather(-1, labels)
+    out = -torch.log(a)
+    tiny = a < 1e-30
+    if bool(tiny.any()):
+        rows = tiny.squeeze(-1)
+        lg = logits[rows]
+        out[rows] = (torch.logsumexp(lg, -1) - lg.gather(-1, labels[rows]).squeeze(-1))[:, None]
+    return out.squeeze(-1)
+
+
+class SupportYZ:
+    """The rows of (Y, Z) that training moves, packed, and Lemma 1's gradients on them.
+
+    A sequence of class n has tokens only in supp(n) (~20 of M), so its attention output
+    f is zero elsewhere: the logits Y^T f read only the rows of Y of those tokens, dJ/dY =
+    f delta^T writes only those rows, and dJ/dZ only row psi(n), columns supp(n) (Eq. 3-4).
+    This class keeps Y's rows of the shared tokens (``Ys``, (R, s0, M)), of each class's own
+    tokens (``Yo``, (R, K x own width, M); padding rows stay zero) and Z's rows of the query
+    tokens (``Za``, (R, Q, M)), and computes on the slots of :func:`scansnap.data.support_table`.
+
+    The arithmetic is Lemma 1's (App. C, Eq. 17-19) regrouped so that no per-sequence
+    (B, s, M) array is formed: with delta_b = alpha_b - x_{T+1}, mu_b = delta_b . (Y^T f_b)
+    and H_{n,j} = sum over the sequences b of class n of f_bj delta_b, the Z gradient of
+    class n at slot j is (Y_j . H_{n,j} - sum_b f_bj^2 mu_b) / B (with LN; f_bj mu_b without),
+    and H_{n,j} of a token owned by class n is B times its row of dJ/dY. The same gradients
+    as :meth:`YZModel.lemma1_grads` up to the order of summation (checked in float64 by
+    ``tests/test_fast_paths.py``).
+    """
+
+    def __init__(self, model: "YZModel", classes, table):
+        if model.residual:
+            raise ValueError("the support path has no residual connection: use path='counts'")
+        R, M = model.runs, model.M
+        K, s = table.cols.shape
+        dev, dt = model.Y.device, model.Y.dtype
+        self.R, self.M, self.K, self.s = R, M, K, s
+        self.s0, self.o = table.n_shared, table.own_width
+        self.normalize = model.normalize
+        cols = table.cols.cpu()
+        own = cols[:, self.s0:]
+        real = torch.arange(self.o)[None, :] < table.own_count.cpu()[:, None]   # (K, o): not padding
+        self.shared_rows = cols[0, :self.s0].clone()
+        self.own_rows = torch.where(real, own, -1).reshape(-1)          # -1: a padding row
+        # slot j of class n -> row of Yo (own slots; shared slot j is row j of Ys)
+        self.own_row = (torch.arange(K)[:, None] * self.o + torch.arange(self.o)).to(dev)
+        self.z_rows = torch.as_tensor(np.unique(classes.query))
+        qi = torch.searchsorted(self.z_rows, torch.tensor(classes.query))
+        self.z_index = (qi[:, None] * M + cols).to(dev)                  # (K, s) into Za.view(R, Q*M)
+        self.labels = torch.tensor(classes.next_token).to(dev)
+        self.Ys = torch.empty(R, self.s0, M, dtype=dt, device=dev)
+        self.Yo = torch.zeros(R, K * self.o, M, dtype=dt, device=dev)
+        self.Za = torch.empty(R, len(self.z_rows), M, dtype=dt, device=dev)
+        self.load(model.Y, model.Z)
+
+    def _pairs(self):
+        real = self.own_rows >= 0
+        return ((self.Ys, slice(None), self.shared_rows), (self.Yo, real, self.own_rows[real]))
+
+    def load(self, Y: torch.Tensor, Z: torch.Tensor):
+        """Copy the rows of full (R, M, M) tensors Y, Z into the packed ones."""
+        with torch.no_grad():
+            for packed, sel, rows in self._pairs():
+                packed[:, sel.to(packed.device) if torch.is_tensor(sel) else sel] = Y[:, rows.to(Y.device)]
+            self.Za.copy_(Z[:, self.z_rows.to(Z.device)])
+
+    def store(self, Y: torch.Tensor, Z: torch.Tensor):
+        """Write the packed rows back into full (R, M, M) tensors Y, Z (in place)."""
+        with torch.no_grad():
+            for packed, sel, rows in self._pairs():
+                Y[:, rows.to(Y.device)] = packed[:, sel.to(packed.device) if torch.is_tensor(sel) else sel]
+            Z[:, self.z_rows.to(Z.device)] = self.Za
+
+    @torch.no_grad()
+    def grads(self, logcounts: torch.Tensor, classes: torch.Tensor, group: torch.Tensor,
+              scale_y: torch.Tensor | None = None, scale_z: torch.Tensor | None = None) -> torch.Tensor:
+        """Set ``Ys.grad``, ``Yo.grad``, ``Za.grad`` for the batches of S seeds; return the losses (R,).
+
+        logcounts (S, B, s): log of the slot counts (-inf where 0); classes (S, B); group (R,):
+        the seed of each run (run r trains on batch group[r]). ``scale_y``, ``scale_z`` (R,):
+        multiply run r's gradients by these (SGD folds its rates in here: see :meth:`sgd_step`).
+        """
+        R, M, K, s, s0, o = self.R, self.M, self.K, self.s, self.s0, self.o
+        S, B, _ = logcounts.shape
+        dev = logcounts.device
+        Ys, Yo, Za = self.Ys, self.Yo, self.Za
+        per_run = lambda x: x.index_select(0, group)                     # (S, ...) -> (R, ...)
+        cls = per_run(classes)                                           # (R, B)
+        # forward. c = X^T b_T = softmax_l(z_{x_T, l} + log count_l) over the slots (Eq. 20)
+        zs = Za.view(R, -1).index_select(1, self.z_index.view(-1)).view(R, K, s)
+        c = torch.softmax(torch.gather(zs, 1, cls[..., None].expand(R, B, s)).add_(per_run(logcounts)), -1)
+        f = c / c.norm(dim=-1, keepdim=True) if self.normalize else c    # LN
+        # logits = Y^T f: the shared rows for every sequence, then each sequence's own rows
+        logits = torch.bmm(f[..., :s0], Ys)
+        if o:
+            idx = per_run(self.own_row.index_select(0, classes.view(-1)).view(S, B, o)).add_(
+                (torch.arange(R, device=dev) * (K * o))[:, None, None])
+            logits += F.embedding_bag(idx.view(R * B, o), Yo.view(-1, M),
+                                      per_sample_weights=f[..., s0:].reshape(R * B, o), mode="sum").view(R, B, M)
+        a = torch.softmax(logits, -1)                                          # alpha
+        lab = per_run(self.labels.index_select(0, classes.view(-1)).view(S, B, 1))   # (R, B, 1)
+        loss = _nll_from_softmax(a, logits, lab).mean(-1)
+        # backward. delta = alpha - x_{T+1} = B d loss / d logits; dJ/dY = f delta^T (Eq. 3)
+        a.scatter_add_(-1, lab, torch.full_like(lab, -1, dtype=a.dtype))
+        mu = _rowdot(a, logits)                                                # (R, B)
+        w = f / B
+        wy = w if scale_y is None else w * scale_y[:, None, None]
+        Ys.grad = torch.bmm(wy[..., :s0].transpose(1, 2), a)                  # shared rows: all sequences
+        # per sequence, the terms of the Z gradient that sum over a class's sequences:
+        # f_bj (delta_b . Y_j) for the shared slots (own slots: below, by rows) minus f_bj^2 mu_b
+        d = (w * f if self.normalize else w) * -mu[..., None]
+        d[..., :s0].addcmul_(w[..., :s0], torch.bmm(a, Ys.transpose(1, 2)))
+        onehot = per_run(torch.zeros(S, K, B, dtype=a.dtype, device=dev).scatter_(
+            1, classes[:, None, :], 1.0))                                     # (R, K, B)
+        t = torch.bmm(onehot, d)                                               # (R, K, s)
+        if o:   # own rows: row j of class n sums the sequences of class n (bags of rows sorted by class)
+            row, bag0, sizes = _class_bags(classes, K, o)
+            wslot = torch.repeat_interleave((s0 + torch.arange(o, device=dev)).repeat(K).expand(S, K * o).reshape(-1),
+                                            sizes.reshape(-1)).view(S, B * o)
+            ind = per_run(row).add_((torch.arange(R, device=dev) * B)[:, None]).view(-1)
+            offs = per_run(bag0).add_((torch.arange(R, device=dev) * (B * o))[:, None]).view(-1)
+            psw = torch.gather(wy.reshape(R, B * s), 1, per_run(row * s + wslot)).view(-1)
+            Yo.grad = F.embedding_bag(ind, a.view(R * B, M), offs, mode="sum",
+                                      per_sample_weights=psw).view(R, K * o, M)
+            h = _rowdot(Yo, Yo.grad).view(R, K, o)                            # Y_j . H_{n,j}
+            t[..., s0:] += h if scale_y is None else h / scale_y[:, None, None]
+        if scale_z is not None:
+            t *= scale_z[:, None, None]
+        Za.grad = torch.zeros_like(Za)
+        Za.grad.view(R, -1).index_add_(1, self.z_index.view(-1), t.view(R, K * s))
+        return loss
+
+    @torch.no_grad()
+    def sgd_step(self, momentum: float, buffers: list):
+        """SGD with momentum on gradients that already carry each run's rate (``grads(...,
+        scale_y=eta_y, scale_z=eta_z)``): m = momentum m + eta g, p -= m, which is PyTorch's
+        m = momentum m + g, p -= eta m with m scaled by eta. Two passes over the rows that
+        move instead of three: on the largest sweeps this step is memory-bound."""
+        params = (self.Ys, self.Yo, self.Za)
+        if not buffers:
+            buffers.extend(torch.zeros_like(p) for p in params)
+        for p, m in zip(params, buffers):
+            if momentum:
+                p.sub_(torch.add(p.grad, m, alpha=momentum, out=m))
+            else:
+                p.sub_(p.grad)
+
+
+def _class_bags(classes: torch.Tensor, K: int, o: int):
+    """Per seed (row of ``classes``, (S, B)): the sequences of each class, each listed o times.
+
+    Returns row (S, B*o), the sequence of each entry, ordered by (class n, slot j, sequence);
+    bag0 (S, K*o), where bag (n, j) starts; sizes (S, K*o), its length (the class's count).
+    """
+    S, B = classes.shape
+    dev = classes.device
+    _, perm = torch.sort(classes, dim=1, stable=True)
+    counts = torch.zeros(S, K, dtype=torch.long, device=dev).scatter_add_(1, classes, torch.ones_like(classes))
+    start = torch.cumsum(counts, 1) - counts
+    sizes = counts[:, :, None].expand(S, K, o).reshape(S, K * o).contiguous()
+    bag0 = torch.cumsum(sizes, 1) - sizes
+    flat = sizes.reshape(-1)
+    pos = (torch.repeat_interleave((start[:, :, None].expand(S, K, o).reshape(-1) - bag0.reshape(-1)), flat)
+           + torch.arange(B * o, device=dev).repeat(S))
+    return torch.gather(perm, 1, pos.view(S, B * o)), bag0, sizes

@@ -16,11 +16,11 @@ import torch
 from tqdm.auto import tqdm
 
 from ._validate import integer, positive, positive_int, resolve_device, unit_interval
-from .data import SequenceClasses, sample_tokens, counts_from_tokens
-from .model import YZModel
+from .data import SequenceClasses, sample_tokens, counts_from_tokens, sample_support, support_table
+from .model import SupportYZ, YZModel
 
 OPTIMIZERS = ("sgd", "adam")
-PATHS = ("counts", "tokens")
+PATHS = ("counts", "support", "tokens")
 GRADS = ("lemma1", "autograd")
 DIVERGED_FACTOR = 10.0   # a run ending above 10 x max(first loss, ln M) has diverged (see train)
 
@@ -155,9 +155,13 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
 
     Each step draws ``batch`` fresh sequences of length ``T`` (T-1 contextual tokens and
     the query) per distinct seed, and takes one step of ``optimizer`` on the batch-mean
-    cross-entropy with rates eta_Y (for Y) and eta_Z (for Z). ``path`` picks the counts
-    (fast, the default) or the token-sequence forward pass; both give the same numbers.
-    ``grad`` picks Lemma 1's closed-form gradients (fast, counts path only) or autograd.
+    cross-entropy with rates eta_Y (for Y) and eta_Z (for Z). ``path`` picks where the
+    forward pass runs: ``counts`` (the default: token counts over all M tokens), ``support``
+    (Lemma 1 on each class's support tokens only, ~20 of M: several times faster for large
+    sweeps over large vocabularies, such as Fig. 6's; no residual) or ``tokens`` (the
+    sequences). All draw the same batches (on a CPU) and give the same numbers up to the
+    order of summation (``tests/test_fast_paths.py``; in float32 about 1e-7 relative).
+    ``grad`` picks Lemma 1's closed-form gradients (counts and support paths) or autograd.
     ``progress`` is a bool or a tqdm bar to advance one tick per step. ``device=None`` is
     the package's default device (see :mod:`scansnap.book`: the CPU in the chapters).
 
@@ -185,8 +189,11 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
         raise ValueError(f"unknown path {path!r}: use one of {PATHS}")
     if grad not in GRADS:
         raise ValueError(f"unknown grad {grad!r}: use one of {GRADS}")
-    if grad == "lemma1" and path != "counts":
+    if grad == "lemma1" and path == "tokens":
         raise ValueError("grad='lemma1' works on the counts path; use grad='autograd' with path='tokens'")
+    if path == "support" and (grad != "lemma1" or residual):
+        raise ValueError("path='support' computes Lemma 1's gradients without a residual: "
+                         "use path='counts' for grad='autograd' or residual=True")
     if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise ValueError(f"dtype must be a floating torch dtype (torch.float32, torch.float64), got {dtype!r}")
     dev = resolve_device(device)
@@ -205,24 +212,44 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
 
     model = YZModel(classes.M, R, init=init, seeds=seed_arr.tolist(), normalize=normalize,
                     residual=residual, dtype=dtype, device=dev)
-    opt = BatchedOptimizer([(model.Y, torch.as_tensor(ey, device=dev)),
-                            (model.Z, torch.as_tensor(ez, device=dev))],
-                           optimizer, momentum, betas)
     uniq, group = np.unique(seed_arr, return_inverse=True)
     group_t = torch.as_tensor(group, device=dev)
     # One data stream per distinct seed, separate from the init draw (see init_yz).
     gens = [torch.Generator(device=dev).manual_seed(int(s) + 1_000_003) for s in uniq]
     probs = classes.torch_probs(dev)
-    buf = {}
-    logc_runs = torch.empty(R, batch, classes.M, dtype=dtype, device=dev)
 
     losses = np.empty((R, steps))
     snapshots = {}
     bar = progress if hasattr(progress, "update") else tqdm(
         total=steps, disable=not progress, desc=f"training {R} runs", leave=False)
+    # the state the loop needs: the optimizer over (Y, Z), or over the packed rows of the support path
+    lr_y, lr_z = torch.as_tensor(ey, device=dev), torch.as_tensor(ez, device=dev)
+    if path == "support":
+        table = support_table(classes, device=dev)
+        sup = SupportYZ(model, classes, table)
+        sgd_buffers = []   # SGD folds the rates into the gradients (SupportYZ.sgd_step); Adam cannot
+        opt = None if optimizer == "sgd" else BatchedOptimizer(
+            [(sup.Ys, lr_y), (sup.Yo, lr_y), (sup.Za, lr_z)], optimizer, momentum, betas)
+    else:
+        opt = BatchedOptimizer([(model.Y, lr_y), (model.Z, lr_z)], optimizer, momentum, betas)
+        buf = {}
+        logc_runs = torch.empty(R, batch, classes.M, dtype=dtype, device=dev)
     for s in range(steps):
         if s in snaps:
+            if path == "support":
+                sup.store(model.Y.data, model.Z.data)
             snapshots[s] = model.Z.detach().cpu().clone()
+        if path == "support":
+            sb = sample_support(classes, batch, T, gens, table, dtype)
+            if optimizer == "sgd":
+                loss = sup.grads(sb.counts.log_(), sb.classes, group_t, lr_y.to(dtype), lr_z.to(dtype))
+                sup.sgd_step(momentum, sgd_buffers)
+            else:
+                loss = sup.grads(sb.counts.log_(), sb.classes, group_t)
+                opt.step()
+            losses[:, s] = loss.cpu().double().numpy()
+            bar.update(1)
+            continue
         draws = [sample_tokens(classes, batch, T, g, probs) for g in gens]
         tokens = torch.stack([d.tokens for d in draws])            # (S, B, T), S seeds
         labels = torch.stack([d.labels for d in draws])[group_t]   # (R, B)
@@ -244,6 +271,8 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
         bar.update(1)
     if bar is not progress:
         bar.close()
+    if path == "support":
+        sup.store(model.Y.data, model.Z.data)
     if steps in snaps:
         snapshots[steps] = model.Z.detach().cpu().clone()
     if not np.all(np.isfinite(losses)):
@@ -253,9 +282,9 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
             f"non-finite loss at step {s}")
     diverged = _divergence_report(losses, classes.M, ey, ez, seed_arr)
     return TrainResult(ey, ez, seed_arr, losses, model.Y.detach().cpu(), model.Z.detach().cpu(),
-                       snapshots, dict(steps=steps, batch=batch, T=T, optimizer=optimizer,
-                                       momentum=momentum, betas=betas, init=init,
-                                       normalize=normalize, residual=residual, device=str(dev)),
+                       snapshots, dict(steps=steps, batch=batch, T=T, optimizer=optimizer, path=path,
+                                       momentum=momentum, betas=betas, init=init, normalize=normalize,
+                                       residual=residual, device=str(dev)),
                        diverged)
 
 
@@ -288,66 +317,6 @@ def _divergence_report(losses, M, ey, ez, seeds):
     return diverged
 
 
-# ---------------------------------------------------------------------------------------
-# Real text: the standard embedding transformer on WikiText-2 (Sec. 8, Fig. 7 and 10)
-# ---------------------------------------------------------------------------------------
-
-@dataclass
-class LMResult:
-    loss: np.ndarray                                   # (steps,) training loss per step
-    snapshots: dict = field(default_factory=dict)      # step -> [per layer (heads, T, T)] on the probe
-    model: object = None
-    config: dict = field(default_factory=dict)
-
-
-def train_lm(train_ids: torch.Tensor, vocab_size: int, *, layers: int = 1, heads: int = 1,
-             d: int = 200, d_hidden: int = 200, dropout: float = 0.2, positional="sinusoidal",
-             lr: float = 5.0, steps: int = 1500, batch: int = 20, bptt: int = 35, clip: float = 0.5,
-             seed: int = 0, probe: torch.Tensor | None = None, snapshot_steps=(), device="auto",
-             progress=False) -> LMResult:
-    """Plain SGD (one learning rate, as the paper) on next-token prediction, PyTorch-tutorial style.
-
-    The text is cut into ``batch`` columns and read in windows of ``bptt`` tokens, wrapping
-    around; gradients are clipped to norm ``clip``. At ``snapshot_steps`` (after that many
-    updates) the attention maps of every layer on ``probe`` (a (T,) token sequence) are saved,
-    with dropout off.
-    """
-    from .model import EmbeddingTransformer
-    from .wikitext import batchify
-    steps = positive_int("steps", steps)
-    lr = positive("lr", lr)
-    dev = resolve_device(device)
-    torch.manual_seed(seed)
-    model = EmbeddingTransformer(vocab_size, d=d, heads=heads, layers=layers, d_hidden=d_hidden,
-                                 dropout=dropout, positional=positional).to(dev)
-    data = batchify(train_ids, positive_int("batch size", batch)).to(dev)
-    if data.shape[0] < bptt + 1:
-        raise ValueError(f"training text too short for bptt={bptt}: {data.shape[0]} rows")
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    snaps = {int(s) for s in snapshot_steps}
-    out = {}
-
-    def snapshot(s):
-        model.eval()
-        with torch.no_grad():
-            _, maps = model(probe.to(dev)[None])
-        out[s] = [a[0].cpu() for a in maps]
-        model.train()
-
-    losses = np.empty(steps)
-    n_windows = (data.shape[0] - 1) // bptt
-    for s in tqdm(range(steps), disable=not progress, desc=f"{layers}-layer LM, lr {lr:g}", leave=False):
-        if probe is not None and s in snaps:
-            snapshot(s)
-        i = (s % n_windows) * bptt
-        x, y = data[i:i + bptt].t(), data[i + 1:i + 1 + bptt].t()
-        logits, _ = model(x)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, vocab_size), y.reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-        opt.step()
-        losses[s] = loss.item()
-    if probe is not None and steps in snaps:
-        snapshot(steps)
-    return LMResult(losses, out, model, dict(layers=layers, heads=heads, lr=lr, steps=steps, seed=seed))
+# The WikiText trainers (Sec. 8, Figs. 7 and 10) live in scansnap.lm; imported here so that
+# ``from scansnap.train import train_lm`` keeps working.
+from .lm import LMResult, train_lm, train_lms  # noqa: E402,F401

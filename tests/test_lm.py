@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from scansnap import experiments as ex
+from scansnap.lm import train_lms
 from scansnap.train import train_lm
 
 
@@ -37,8 +38,74 @@ def test_validation_entropy_falls_with_training(data):
 
 
 def test_bad_lm_arguments(data):
-    tr, _, vocab = data
+    tr, va, vocab = data
+    V = len(vocab)
     with pytest.raises(ValueError, match="lr must be a positive number, got -1"):
-        train_lm(tr, len(vocab), lr=-1, steps=1)
+        train_lm(tr, V, lr=-1, steps=1)
     with pytest.raises(ValueError, match="too short for bptt=35"):
-        train_lm(tr[:100], len(vocab), steps=1)
+        train_lm(tr[:100], V, steps=1)
+    for clip in (0, -1, -0.5):
+        with pytest.raises(ValueError, match=f"clip .* must be a positive number, got {clip}"):
+            train_lm(tr, V, steps=1, clip=clip)
+    for bptt in (0, -3):
+        with pytest.raises(ValueError, match=f"bptt must be an integer >= 1, got {bptt}"):
+            train_lm(tr, V, steps=1, bptt=bptt)
+    with pytest.raises(ValueError, match=r"snapshot step 11 out of range \[0, 10\]"):
+        train_lm(tr, V, steps=10, probe=va[:5], snapshot_steps=[0, 11])
+    with pytest.raises(ValueError, match=r"snapshot steps \[0, 5\] need a probe"):
+        train_lm(tr, V, steps=10, snapshot_steps=[0, 5])
+    with pytest.raises(ValueError, match="token id 99999 out of range"):
+        train_lm(torch.tensor([1, 2, 99999]), V, steps=1)
+    for lm in (train_lms, ):
+        with pytest.raises(ValueError, match="no learning rates given"):
+            lm(tr, V, [], [1], steps=1)
+        with pytest.raises(ValueError, match="no seeds given"):
+            lm(tr, V, [1.0], [], steps=1)
+        with pytest.raises(ValueError, match=r"run \(lr=2, seed=3\) is listed twice"):
+            lm(tr, V, [1.0, 2.0, 2.0], [3, 3, 3], steps=1)
+        with pytest.raises(ValueError, match="clip .* got 0"):
+            lm(tr, V, [1.0], [1], steps=1, clip=0)
+    with pytest.raises(ValueError, match=r"run \(lr=1, seed=2\) is listed twice"):
+        ex.fig10(lrs=(1.0,), seeds=(2, 2), steps=1)
+    with pytest.raises(ValueError, match="at least one learning rate"):
+        ex.fig10(lrs=(), steps=1)
+
+
+def test_diverged_lm_run_is_reported_not_carried_on(data):
+    """A NaN loss stops training with an error naming the run and the step (never entropy 0)."""
+    tr, _, vocab = data
+    small = dict(d=16, d_hidden=16, steps=5)
+    with pytest.raises(FloatingPointError, match=r"1-layer LM \(lr=1e\+30, seed=7\) diverged at step 1: loss nan"):
+        train_lm(tr[:5000], len(vocab), lr=1e30, seed=7, **small)
+    with pytest.raises(FloatingPointError, match=r"run 1 \(1-layer LM, lr=1e\+30, seed=4\) diverged at step 1"):
+        train_lms(tr[:5000], len(vocab), [1.0, 1e30], [3, 4], **small)
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-12), (torch.float32, 1e-4)])
+@pytest.mark.parametrize("layers,heads", [(1, 1), (2, 2)])
+def test_batched_runs_equal_one_at_a_time(data, dtype, tol, layers, heads):
+    """train_lms (R runs as one program) == train_lm run by run: losses, weights, snapshots.
+    Same initial weights and dropout masks (each run's seed), same clipping, same SGD steps."""
+    tr, va, vocab = data
+    kw = dict(steps=6, batch=4, bptt=9, d=16, d_hidden=24, layers=layers, heads=heads, probe=va[:7],
+              snapshot_steps=[0, 6], dtype=dtype)
+    runs = [(1.0, 1), (5.0, 2), (3.0, 2)]
+    many = train_lms(tr[:3000], len(vocab), [r[0] for r in runs], [r[1] for r in runs], **kw)
+    for (lr, seed), got in zip(runs, many):
+        one = train_lm(tr[:3000], len(vocab), lr=lr, seed=seed, **kw)
+        np.testing.assert_allclose(got.loss, one.loss, atol=tol, rtol=0)
+        for p, q in zip(got.model.parameters(), one.model.parameters()):
+            torch.testing.assert_close(p, q, atol=tol, rtol=0)
+        for s in (0, 6):
+            for a, b in zip(got.snapshots[s], one.snapshots[s]):
+                torch.testing.assert_close(a, b, atol=tol, rtol=0)
+        assert got.config == one.config
+
+
+def test_lowest_attention_is_the_models_first_map(data):
+    tr, va, vocab = data
+    x = va[:70].view(2, 35)
+    for layers in (1, 3):
+        m = train_lm(tr, len(vocab), steps=2, layers=layers, heads=2, d=32, d_hidden=32).model.eval()
+        with torch.no_grad():
+            assert torch.equal(ex.lowest_attention(m, x), m(x)[1][0])

@@ -59,7 +59,7 @@ def test_result_records_its_settings():
     np.testing.assert_array_equal(res.eta_y, [1, 2]) and np.testing.assert_array_equal(res.eta_z, [0.5, 0.5])
     np.testing.assert_array_equal(res.seed, [4, 5])
     assert res.loss.shape == (2, 2) and res.Y.shape == res.Z.shape == (2, 34, 34)
-    assert res.config == dict(steps=2, batch=3, T=9, optimizer="adam", momentum=0.5, betas=(0.8, 0.99),
+    assert res.config == dict(steps=2, batch=3, T=9, optimizer="adam", path="counts", momentum=0.5, betas=(0.8, 0.99),
                               init="default", normalize=True, residual=False, device="cpu")
     np.testing.assert_array_equal(res.diverged, [False, False])
 

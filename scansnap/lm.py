@@ -1,0 +1,285 @@
+"""Training the standard transformer on real text (Sec. 8, Figs. 7 and 10).
+
+``train_lm`` trains one model, PyTorch-tutorial style (plain SGD at one learning rate,
+gradient clipping, dropout). ``train_lms`` trains R such models with their own rates and
+seeds as one batched tensor program: every weight gets a leading run axis, each run keeps
+its own random stream for dropout, and every run computes what ``train_lm`` computes for
+it (``tests/test_lm.py`` checks the numbers against one run at a time).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from ._validate import positive, positive_int, resolve_device
+from .model import EmbeddingTransformer
+
+
+@dataclass
+class LMResult:
+    loss: np.ndarray                                   # (steps,) training loss per step
+    snapshots: dict = field(default_factory=dict)      # step -> [per layer (heads, T, T)] on the probe
+    model: object = None
+    config: dict = field(default_factory=dict)
+
+
+def _check(train_ids, vocab_size, steps, batch, bptt, clip, probe, snapshot_steps):
+    """The arguments every LM trainer shares: clear errors, raised before any work."""
+    steps = positive_int("steps", steps)
+    batch = positive_int("batch size", batch)
+    bptt = positive_int("bptt", bptt)
+    clip = positive("clip (the gradient-norm bound)", clip)
+    vocab_size = positive_int("vocab_size", vocab_size, 2)
+    ids = torch.as_tensor(train_ids)
+    if ids.dim() != 1 or ids.dtype not in (torch.int32, torch.int64):
+        raise ValueError(f"train_ids must be a 1-D tensor of token ids, got {ids.dtype} of shape {tuple(ids.shape)}")
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
+        raise ValueError(f"token id {int(ids.max()) if int(ids.max()) >= vocab_size else int(ids.min())} "
+                         f"out of range [0, {vocab_size})")
+    snaps = sorted({int(s) for s in snapshot_steps})
+    for s in snaps:
+        if not 0 <= s <= steps:
+            raise ValueError(f"snapshot step {s} out of range [0, {steps}]")
+    if snaps and probe is None:
+        raise ValueError(f"snapshot steps {snaps} need a probe (a (T,) token sequence to take attention on)")
+    if probe is not None:
+        p = torch.as_tensor(probe)
+        if p.dim() != 1 or p.numel() < 1 or int(p.min()) < 0 or int(p.max()) >= vocab_size:
+            raise ValueError(f"probe must be a non-empty (T,) sequence of token ids in [0, {vocab_size})")
+    return steps, batch, bptt, clip, vocab_size, snaps
+
+
+def _data(train_ids, batch, bptt, dev):
+    from .wikitext import batchify
+    data = batchify(torch.as_tensor(train_ids), batch).to(dev)
+    if data.shape[0] < bptt + 1:
+        raise ValueError(f"training text too short for bptt={bptt}: {data.shape[0]} rows")
+    return data, (data.shape[0] - 1) // bptt
+
+
+def _diverged(what, step, loss):
+    return FloatingPointError(f"{what} diverged at step {step}: loss {loss} (not a finite number); "
+                              f"lower the learning rate")
+
+
+def train_lm(train_ids: torch.Tensor, vocab_size: int, *, layers: int = 1, heads: int = 1,
+             d: int = 200, d_hidden: int = 200, dropout: float = 0.2, positional="sinusoidal",
+             lr: float = 5.0, steps: int = 1500, batch: int = 20, bptt: int = 35, clip: float = 0.5,
+             seed: int = 0, probe: torch.Tensor | None = None, snapshot_steps=(), device=None,
+             dtype=torch.float32, progress=False) -> LMResult:
+    """Plain SGD (one learning rate, as the paper) on next-token prediction, PyTorch-tutorial style.
+
+    The text is cut into ``batch`` columns and read in windows of ``bptt`` tokens, wrapping
+    around; gradients are clipped to norm ``clip``. At ``snapshot_steps`` (after that many
+    updates) the attention maps of every layer on ``probe`` (a (T,) token sequence) are saved,
+    with dropout off. A non-finite loss stops training with a FloatingPointError naming the
+    run and the step.
+    """
+    steps, batch, bptt, clip, vocab_size, snaps = _check(train_ids, vocab_size, steps, batch, bptt, clip,
+                                                         probe, snapshot_steps)
+    lr = positive("lr", lr)
+    dev = resolve_device(device)
+    torch.manual_seed(seed)
+    model = EmbeddingTransformer(vocab_size, d=d, heads=heads, layers=layers, d_hidden=d_hidden,
+                                 dropout=dropout, positional=positional).to(device=dev, dtype=dtype)
+    data, n_windows = _data(train_ids, batch, bptt, dev)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    out = {}
+
+    def snapshot(s):
+        model.eval()
+        with torch.no_grad():
+            _, maps = model(torch.as_tensor(probe).to(dev)[None])
+        out[s] = [a[0].cpu() for a in maps]
+        model.train()
+
+    losses = np.empty(steps)
+    for s in tqdm(range(steps), disable=not progress, desc=f"{layers}-layer LM, lr {lr:g}", leave=False):
+        if s in snaps:
+            snapshot(s)
+        i = (s % n_windows) * bptt
+        x, y = data[i:i + bptt].t(), data[i + 1:i + 1 + bptt].t()
+        logits, _ = model(x)
+        loss = F.cross_entropy(logits.reshape(-1, vocab_size), y.reshape(-1))
+        losses[s] = loss.item()
+        if not math.isfinite(losses[s]):
+            raise _diverged(f"the {layers}-layer LM (lr={lr:g}, seed={seed})", s, losses[s])
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        opt.step()
+    if steps in snaps:
+        snapshot(steps)
+    return LMResult(losses, out, model, dict(layers=layers, heads=heads, lr=lr, steps=steps, seed=seed,
+                                             batch=batch, bptt=bptt, clip=clip, dropout=dropout))
+
+
+# ---------------------------------------------------------------------------------------
+# R independent runs as one program
+# ---------------------------------------------------------------------------------------
+
+class _Stacked:
+    """The weights of R EmbeddingTransformers, stacked on a leading run axis (nn.Linear
+    layout: weight (R, out, in)), and their forward pass on a batch shared by every run."""
+
+    def __init__(self, models, dropout):
+        self.names = [n for n, _ in models[0].named_parameters()]
+        self.params = {n: torch.stack([dict(m.named_parameters())[n].detach() for m in models]).requires_grad_(True)
+                       for n in self.names}
+        m0 = models[0]
+        self.d, self.layers, self.heads = m0.d, len(m0.blocks), m0.blocks[0].attn.heads
+        self.pe = m0.pe
+        self.p = dropout
+
+    def unstack(self, models):
+        with torch.no_grad():
+            for r, m in enumerate(models):
+                for n, p in m.named_parameters():
+                    p.copy_(self.params[n][r])
+
+    def _drop(self, x, gens):
+        """F.dropout of each run's slice, drawn from that run's generator (the draws of train_lm)."""
+        if gens is None or self.p == 0:
+            return x
+        noise = torch.stack([torch.empty_like(x[r]).bernoulli_(1 - self.p, generator=g) for r, g in enumerate(gens)])
+        return x * noise.div_(1 - self.p)
+
+    @staticmethod
+    def _linear(x, w, b=None):                     # x (R, N, in), w (R, out, in)
+        return torch.bmm(x, w.transpose(1, 2)) if b is None else torch.baddbmm(b[:, None, :], x, w.transpose(1, 2))
+
+    @staticmethod
+    def _ln(x, w, b, eps=1e-5):                    # x (R, N, d), per-run affine
+        return F.layer_norm(x, x.shape[-1:], eps=eps) * w[:, None, :] + b[:, None, :]
+
+    def forward(self, x, gens=None, attention_only=False):
+        """x (B, T) token ids, the same for every run -> logits (R, B*T, V) and maps
+        [per layer (R, B, heads, T, T)]. ``gens``: one generator per run (training, dropout
+        on) or None (evaluation)."""
+        P = self.params
+        R = P["U.weight"].shape[0]
+        B, T = x.shape
+        N, d, H = B * T, self.d, self.heads
+        dh = d // H
+        h = P["U.weight"][:, x.reshape(-1)] * math.sqrt(d)          # (R, N, d)
+        if self.pe is not None:
+            h = (h.view(R, B, T, d) + self.pe[:T]).view(R, N, d)
+        h = self._drop(h, gens)
+        mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+        maps = []
+        for i in range(self.layers):
+            k = f"blocks.{i}."
+
+            def heads(t):
+                return t.view(R, B, T, H, dh).transpose(2, 3)
+            q, kk, v = (heads(self._linear(h, P[k + f"attn.W_{n}.weight"])) for n in "QKV")
+            scores = (q @ kk.transpose(-1, -2)) / math.sqrt(dh)
+            attn = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+            maps.append(attn)
+            if attention_only and i == 0:
+                return None, maps
+            y = (attn @ v).transpose(2, 3).reshape(R, N, d)
+            a = self._linear(y, P[k + "attn.W_O.weight"])
+            h = self._ln(h + self._drop(a, gens), P[k + "ln1.weight"], P[k + "ln1.bias"])
+            ff = self._linear(torch.relu(self._linear(h, P[k + "ff.0.weight"], P[k + "ff.0.bias"])),
+                              P[k + "ff.2.weight"], P[k + "ff.2.bias"])
+            h = self._ln(h + self._drop(ff, gens), P[k + "ln2.weight"], P[k + "ln2.bias"])
+        return self._linear(h, P["decoder.weight"], P["decoder.bias"]), maps
+
+
+def _runs(lrs, seeds):
+    lrs = [positive("lr", v) for v in np.atleast_1d(np.asarray(lrs, dtype=object)).tolist()]
+    seeds = np.atleast_1d(np.asarray(seeds)).tolist()
+    if not lrs:
+        raise ValueError("no learning rates given (an empty list)")
+    if not seeds:
+        raise ValueError("no seeds given (an empty list)")
+    if len(seeds) == 1:
+        seeds = seeds * len(lrs)
+    if len(lrs) == 1:
+        lrs = lrs * len(seeds)
+    if len(lrs) != len(seeds):
+        raise ValueError(f"{len(lrs)} learning rates for {len(seeds)} seeds: give one of each per run")
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+            raise ValueError(f"seeds must be integers, got {s!r}")
+    pairs = list(zip(lrs, seeds))
+    dup = sorted({p for p in pairs if pairs.count(p) > 1})
+    if dup:
+        raise ValueError(f"run (lr={dup[0][0]:g}, seed={dup[0][1]}) is listed twice: repeated runs are "
+                         f"identical and would shrink the spread over seeds")
+    return lrs, [int(s) for s in seeds]
+
+
+def train_lms(train_ids: torch.Tensor, vocab_size: int, lrs, seeds, *, layers: int = 1, heads: int = 1,
+              d: int = 200, d_hidden: int = 200, dropout: float = 0.2, positional="sinusoidal",
+              steps: int = 300, batch: int = 20, bptt: int = 35, clip: float = 0.5,
+              probe: torch.Tensor | None = None, snapshot_steps=(), device=None, dtype=torch.float32,
+              progress=False) -> list[LMResult]:
+    """R = len(lrs) runs of :func:`train_lm` (run r: rate lrs[r], seed seeds[r]) as one program.
+
+    The runs read the same windows of text; each has its own initial weights and dropout
+    masks, drawn from its seed exactly as ``train_lm`` draws them, its own gradient
+    clipping and its own SGD rate. Returns one LMResult per run, as ``train_lm`` would.
+    A run whose loss is not finite stops training with a FloatingPointError naming it and
+    the step.
+    """
+    steps, batch, bptt, clip, vocab_size, snaps = _check(train_ids, vocab_size, steps, batch, bptt, clip,
+                                                         probe, snapshot_steps)
+    lrs, seeds = _runs(lrs, seeds)
+    dev = resolve_device(device)
+    models, gens = [], []
+    for s in seeds:      # init exactly as train_lm: seed the global stream, build, keep the stream after
+        torch.manual_seed(s)
+        models.append(EmbeddingTransformer(vocab_size, d=d, heads=heads, layers=layers, d_hidden=d_hidden,
+                                           dropout=dropout, positional=positional).to(device=dev, dtype=dtype))
+        g = torch.Generator(device=dev)
+        g.set_state(torch.get_rng_state() if dev.type == "cpu" else torch.cuda.get_rng_state(dev))
+        gens.append(g)
+    net = _Stacked(models, dropout)
+    data, n_windows = _data(train_ids, batch, bptt, dev)
+    R = len(seeds)
+    lr_t = torch.tensor(lrs, dtype=dtype, device=dev)
+    params = [net.params[n] for n in net.names]
+    out = [dict() for _ in range(R)]
+    probe_t = None if probe is None else torch.as_tensor(probe).to(dev)[None]
+
+    def snapshot(s):
+        with torch.no_grad():
+            _, maps = net.forward(probe_t)
+        for r in range(R):
+            out[r][s] = [a[r, 0].cpu() for a in maps]
+
+    losses = np.empty((R, steps))
+    for s in tqdm(range(steps), disable=not progress, desc=f"{R} {layers}-layer LMs", leave=False):
+        if s in snaps:
+            snapshot(s)
+        i = (s % n_windows) * bptt
+        x, y = data[i:i + bptt].t(), data[i + 1:i + 1 + bptt].t()
+        logits, _ = net.forward(x, gens)
+        loss = F.cross_entropy(logits.reshape(-1, vocab_size), y.reshape(-1).repeat(R),
+                               reduction="none").view(R, -1).mean(1)
+        losses[:, s] = loss.detach().cpu().double().numpy()
+        bad = np.flatnonzero(~np.isfinite(losses[:, s]))
+        if bad.size:
+            r = int(bad[0])
+            raise _diverged(f"run {r} ({layers}-layer LM, lr={lrs[r]:g}, seed={seeds[r]})", s, losses[r, s])
+        for p in params:
+            p.grad = None
+        loss.sum().backward()
+        with torch.no_grad():   # clip_grad_norm_ per run, then SGD with each run's rate
+            norm = torch.stack([p.grad.reshape(R, -1).norm(dim=1) for p in params], 1).norm(dim=1)
+            coef = torch.clamp(clip / (norm + 1e-6), max=1.0) * lr_t
+            for p in params:
+                p.sub_(p.grad * coef.view(-1, *([1] * (p.dim() - 1))))
+    if steps in snaps:
+        snapshot(steps)
+    net.unstack(models)
+    return [LMResult(losses[r], out[r], models[r],
+                     dict(layers=layers, heads=heads, lr=lrs[r], steps=steps, seed=seeds[r], batch=batch,
+                          bptt=bptt, clip=clip, dropout=dropout)) for r in range(R)]
