@@ -88,21 +88,24 @@ def _plain(text: str) -> str:
 
 
 def _png(fig, scale: int = SCALE) -> tuple[bytes, int]:
-    """The figure as a 256-colour PNG at ``scale`` x its size at 100 px/in (line plots lose
-    nothing visible; the page stays small), and its display width in CSS px."""
+    """The figure as a 256-colour PNG at ``scale`` x its size at its own dpi (100 px/in in the
+    book's style), and its display width in CSS px. Line plots lose nothing visible and the
+    page stays small; rendered to raw RGBA and quantized (fast octree): about 0.1 s a figure."""
     from PIL import Image
 
+    dpi = fig.dpi * scale
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=fig.dpi * scale)   # fixed size: every state the same
+    fig.savefig(buf, format="rgba", dpi=dpi)   # fixed size (no tight bbox): every state the same
     if fig.canvas.manager is not None:  # a pyplot figure would stay open and be shown again
         import matplotlib.pyplot as plt
         plt.close(fig)
-    buf.seek(0)
-    img = Image.open(buf)
-    width = round(img.width / scale)
+    raw = buf.getvalue()
+    fw, fh = fig.get_figwidth() * dpi, fig.get_figheight() * dpi
+    size = next((w, h) for w in (int(fw), round(fw)) for h in (int(fh), round(fh)) if 4 * w * h == len(raw))
+    img = Image.frombuffer("RGBA", size, raw, "raw", "RGBA", 0, 1).convert("RGB")
     out = io.BytesIO()
-    img.convert("RGB").quantize(colors=256).save(out, format="png", optimize=True)
-    return out.getvalue(), width
+    img.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(out, format="png")
+    return out.getvalue(), round(size[0] / scale)
 
 
 class _Limits:
