@@ -11,7 +11,7 @@ the kernel) are not reinstalled: the new environment sees the project's .venv th
 folder of links to its installed packages, minus ipywidgets and its front-end packages
 (``widgetsnbextension``, ``jupyterlab_widgets``), so pip resolves ipywidgets 7.7 and its own
 dependencies for real, from the pip cache. The environment is kept under _build/ and reused
-while the project's lock and pyproject are unchanged.
+while the project's lock is unchanged.
 """
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def _run(cmd, **kw):
 
 def _key() -> str:
     h = hashlib.sha256()
-    for f in ("requirements.lock", "requirements.txt", "pyproject.toml"):
+    for f in ("requirements.lock",):
         p = ROOT / f
         h.update(p.read_bytes() if p.exists() else b"")
     h.update(sys.executable.encode())
@@ -98,7 +98,8 @@ def env7(tmp_path_factory):
             (links / entry.name).symlink_to(entry)
         # after the venv's own site-packages on sys.path: what pip installs here wins
         (site / "zz_project_packages.pth").write_text(str(links) + "\n")
-        _run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "ipywidgets==7.7.*"])
+        # with Colab's classic notebook (ipywidgets 7's widgetsnbextension needs one; 6.5 is lighter than 7)
+        _run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "ipywidgets==7.7.*", "notebook==6.5.*"])
         (venv / ".ready").touch()
     # The wheel, from a copy of the tracked files (building in place would write build/ here).
     root = tmp_path_factory.mktemp("wheel7")
