@@ -61,10 +61,30 @@ def inline_figures(ip) -> None:
 
     cfg = InlineBackend.instance(parent=ip)
     cfg.rc = dict(STYLE)
+    # a 6.8 in figure cropped to its ink plus 0.05 in each side stays within the 688 px column
+    cfg.print_figure_kwargs = {"bbox_inches": "tight", "pad_inches": 0.05}
     ip.run_line_magic("matplotlib", "inline")
     apply_style()
     cfg.figure_formats = {"retina"}
     select_figure_formats(ip, {"retina"}, **cfg.print_figure_kwargs)
+    ip.display_formatter.formatters["image/png"].for_type(Figure, _retina_png)
+
+
+def _retina_png(fig):
+    """IPython's 2x PNG (with its half-size width/height), quantized to 256 colours: a third of
+    the bytes, nothing visible lost on line plots and viridis maps (a 256-colour map)."""
+    import io
+
+    from IPython.core.pylabtools import retina_figure
+    from PIL import Image
+
+    out = retina_figure(fig, bbox_inches="tight", pad_inches=0.05)
+    if out is None:                       # an empty figure: no image, as IPython does
+        return None
+    png, meta = out
+    buf = io.BytesIO()
+    Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(buf, "png")
+    return buf.getvalue(), meta
 
 
 def _styled(fn):
