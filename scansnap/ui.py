@@ -25,7 +25,7 @@ drawn) and the same number of axes; limits it sets itself are kept when they are
 everywhere.
 
 Labels: a chapter writes plain descriptions (``description="η_Y"``, ``"η_Y/η_Z"``) and the
-panel shows real subscripts (η<sub>Y</sub>) in ipywidgets 8 (``description_allow_html``) and
+panel shows real subscripts (η with a small lowered Y) in ipywidgets 8 (``description_allow_html``) and
 in ipywidgets 7 (an HTML label beside the slider). Figures are 2x PNGs shown at half size
 (sharp on high-density screens), as wide as the figure is at 100 px per inch, scaled down on
 narrow screens.
@@ -69,17 +69,25 @@ def _gpu_when_present():
     return interactive_device()
 
 
+# A subscript as a styled span, not <sub>: the widget manager of the static page sanitizes
+# descriptions down to a, abbr, b, code, em, i, img, li, ol, span, strong, ul (with style).
+SUB = '<span class="scansnap-sub" style="font-size:80%;vertical-align:sub;line-height:0">{}</span>'
+
+
 def label_html(text: str) -> str:
-    """A plain description as HTML with real subscripts: ``"η_Y/η_Z"`` -> ``η<sub>Y</sub>/η<sub>Z</sub>``,
-    ``"eta_{Y}"`` -> ``η<sub>Y</sub>``; the rest is escaped."""
+    """A plain description as HTML with real subscripts: ``"η_Y/η_Z"`` -> η\ :sub:`Y`/η\ :sub:`Z`,
+    ``"eta_{Y}"`` -> η\ :sub:`Y` (each subscript a :data:`SUB` span); the rest is escaped."""
     out, pos = [], 0
     for m in re.finditer(r"_(\{([^{}]*)\}|([A-Za-z0-9]+))", text):
-        out.append(html.escape(text[pos:m.start()]))
-        out.append(f"<sub>{html.escape(m.group(2) if m.group(2) is not None else m.group(3))}</sub>")
+        out.append(_greek(html.escape(text[pos:m.start()])))
+        out.append(SUB.format(html.escape(m.group(2) if m.group(2) is not None else m.group(3))))
         pos = m.end()
-    out.append(html.escape(text[pos:]))
-    s = "".join(out)
-    return re.sub(r"\b(" + "|".join(_GREEK) + r")\b(?=<sub>|$|\W)", lambda m: _GREEK[m.group(1)], s)
+    out.append(_greek(html.escape(text[pos:])))
+    return "".join(out)
+
+
+def _greek(s: str) -> str:
+    return re.sub(r"(?<![A-Za-z])(" + "|".join(_GREEK) + r")(?![A-Za-z])", lambda m: _GREEK[m.group(1)], s)
 
 
 def _plain(text: str) -> str:

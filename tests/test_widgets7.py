@@ -49,7 +49,7 @@ for precompute in (True, False):
     assert isinstance(figure, ipywidgets.Image), type(figure)
     assert len(calls) == (6 if precompute else 1), calls
     row = controls.children[0]                                  # an HTML label beside the slider
-    assert isinstance(row.children[0], ipywidgets.HTML) and row.children[0].value == "η<sub>Y</sub>"
+    assert isinstance(row.children[0], ipywidgets.HTML) and row.children[0].value.startswith("η<span") and "vertical-align:sub" in row.children[0].value
     slider = row.children[1]
     assert slider.description == ""
     before = figure.value
