@@ -285,8 +285,12 @@ def slider_panel(draw, *, precompute: bool = True, progress: bool = True, scale:
         status.layout.display = ""
         status.value = "redrawing&hellip;"
         t = time.perf_counter()
-        with _gpu_when_present():
-            fig = figure_at(key)
+        try:
+            with _gpu_when_present():
+                fig = figure_at(key)
+        except Exception as exc:          # say so on the panel too, not only in the kernel's log
+            status.value = html.escape(f"redraw failed: {type(exc).__name__}: {exc}")
+            raise
         limits.add(fig)
         limits.apply(fig)
         png, _ = _png(fig, scale)

@@ -351,11 +351,13 @@ VISIBLE_FIGURE_JS = """() => {
 
 @pytest.mark.parametrize("page_name", SLIDER_PAGES)
 def test_slider_changes_figure_without_kernel(browser, page_name):
-    """Moving the first slider of the page shows another precomputed figure."""
+    """Moving the first slider of the page shows another precomputed figure (no kernel)."""
     ctx, page, problems = _open(browser, page_name)
     try:
         page.wait_for_selector(".widget-slider .noUi-handle", timeout=30000)
         before = page.evaluate(VISIBLE_FIGURE_JS)
+        if page.evaluate("() => document.querySelectorAll('.jupyter-widgets img').length") == len(before):
+            pytest.skip("kernel-only panels (slider_panel(precompute=False)): the static page holds one figure")
         assert len(before) == 1, f"expected one visible slider figure, found {len(before)}"
         readout = page.locator(".widget-slider .widget-readout").first
         value_before = readout.inner_text()

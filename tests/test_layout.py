@@ -218,3 +218,19 @@ def test_bad_panels_fail_early_with_the_reason():
         ui.slider_panel(lambda a: "no figure", progress=False, a=widgets.SelectionSlider(options=(1, 2)))
     with pytest.raises(ValueError, match="scale must be"):
         ui.slider_panel(draw, scale=0, a=widgets.SelectionSlider(options=(1, 2)))
+
+
+def test_a_failing_redraw_says_so_on_the_panel():
+    import ipywidgets as widgets
+
+    broken = []                             # the reader edits draw in a live kernel and breaks it
+
+    def draw(a=1):
+        if broken:
+            raise ValueError("eta_Y must be positive, got -1")
+        return _draw_factory([])(a=float(a))
+    panel = ui.slider_panel(draw, progress=False, a=widgets.SelectionSlider(options=(1, 2), value=1, description="a"))
+    broken.append(True)
+    with pytest.raises(ValueError, match="must be positive"):
+        panel.children[0].children[0].value = 2
+    assert "redraw failed: ValueError: eta_Y must be positive" in panel.children[2].value
