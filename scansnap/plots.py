@@ -372,6 +372,7 @@ def attention_maps(maps: dict, tokens=None, columns: str | None = None, label_si
         for j, (lab, s) in enumerate(row):
             ax = axes[i, j]
             im = ax.imshow(np.asarray(maps[lab][s]), cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+            ax.spines[:].set_visible(True)          # a map is a closed square (the style drops two spines)
             if columns == "steps":
                 ax.set_title(f"iteration {s}")
                 if j == 0:
