@@ -42,6 +42,10 @@ def setup(threads: int = 2) -> None:
         return
     ip = get_ipython()
     if ip is not None:
+        # the book's figure style (scansnap.plots.STYLE); 2x PNGs shown at half size (sharp on
+        # high-density screens); it runs %matplotlib inline, which the next line repeats harmlessly
+        from .plots import inline_figures
+        inline_figures(ip)
         # without it IPython 9 gives a Figure only a text repr: the static book would show no figure
         ip.run_line_magic("matplotlib", "inline")
 

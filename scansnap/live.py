@@ -187,8 +187,8 @@ def _png_bytes(static) -> bytes:
             raise ValueError(f"static figure {str(static)!r}: no such file")
         data = p.read_bytes()
     elif hasattr(static, "savefig"):
-        from .ui import _png  # a 256-colour PNG, as the slider panels make them
-        data = _png(static, 100)
+        from .ui import _png  # a 256-colour 2x PNG, as the slider panels make them
+        data, _ = _png(static)
     else:
         raise ValueError(f"static must be a matplotlib Figure, PNG bytes or a PNG file path; "
                          f"got {type(static).__name__}")

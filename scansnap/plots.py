@@ -1,6 +1,18 @@
-"""Pure plotting functions: data in, a matplotlib Figure out (nothing is shown or saved here)."""
+"""Pure plotting functions: data in, a matplotlib Figure out (nothing is shown or saved here).
+
+One figure style for the whole book (:data:`STYLE`): the page column is about 690 CSS px wide
+and a figure is shown at 100 px per inch, so a figure at most :data:`COLUMN_WIDTH` = 6.8 in
+wide is shown at its own size, never shrunk, and its 9-10 pt fonts read as 12-14 px.
+:func:`scansnap.book.setup` applies the style to every chapter (``apply_style``) and makes the
+inline figures 2x PNGs shown at half size (sharp on high-density screens); every function
+here draws under the same style (``@_styled``), so the command line's PNGs match the book's.
+"""
 from __future__ import annotations
 
+import functools
+import math
+
+import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
@@ -8,56 +20,193 @@ from matplotlib.ticker import NullFormatter
 from .data import SequenceClasses
 from .theory import attention_limit_all
 
+COLUMN_WIDTH = 6.8   # inches: the widest figure the ~690 px column shows at full size (100 px/in)
+MIN_FONT_PT = 9      # smallest text in a figure, in points at display size
 
-def cn_over_training(classes: SequenceClasses, snapshots: dict, n: int = 0, loss=None) -> Figure:
+STYLE = {
+    "figure.dpi": 100,              # 1 in = 100 CSS px on the page; 2x PNGs are saved at 200
+    "figure.figsize": (COLUMN_WIDTH, 3.4),
+    "figure.facecolor": "white",
+    "savefig.dpi": 200,             # files written by fig.savefig without a dpi (sharp on 2x screens)
+    "font.size": 10,
+    "axes.titlesize": 10,
+    "axes.labelsize": 10,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "legend.fontsize": 9,
+    "legend.title_fontsize": 9,
+    "figure.titlesize": 11,
+    "figure.labelsize": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.titlelocation": "center",
+    "lines.linewidth": 1.5,
+    "lines.markersize": 4,
+    "legend.frameon": False,
+    "image.cmap": "viridis",
+}
+
+
+def apply_style() -> None:
+    """Make :data:`STYLE` the process-wide matplotlib style (what ``book.setup()`` calls)."""
+    matplotlib.rcParams.update(STYLE)
+
+
+def inline_figures(ip) -> None:
+    """In the IPython shell ``ip``: figures inline under :data:`STYLE` (also after any later
+    ``%matplotlib inline``: it re-applies the inline backend's rc, which becomes the style),
+    as 2x ("retina") PNGs that the page shows at half their pixel size."""
+    from IPython.core.pylabtools import select_figure_formats
+    from matplotlib_inline.config import InlineBackend
+
+    cfg = InlineBackend.instance(parent=ip)
+    cfg.rc = dict(STYLE)
+    # a 6.8 in figure cropped to its ink plus 0.05 in each side stays within the 688 px column
+    cfg.print_figure_kwargs = {"bbox_inches": "tight", "pad_inches": 0.05}
+    ip.run_line_magic("matplotlib", "inline")
+    apply_style()
+    cfg.figure_formats = {"retina"}
+    select_figure_formats(ip, {"retina"}, **cfg.print_figure_kwargs)
+    ip.display_formatter.formatters["image/png"].for_type(Figure, _retina_png)
+
+
+def _retina_png(fig):
+    """IPython's 2x PNG (with its half-size width/height), quantized to 256 colours: a third of
+    the bytes, nothing visible lost on line plots and viridis maps (a 256-colour map)."""
+    import io
+
+    from IPython.core.pylabtools import retina_figure
+    from PIL import Image
+
+    out = retina_figure(fig, bbox_inches="tight", pad_inches=0.05)
+    if out is None:                       # an empty figure: no image, as IPython does
+        return None
+    png, meta = out
+    buf = io.BytesIO()
+    Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(buf, "png")
+    return buf.getvalue(), meta
+
+
+def _styled(fn):
+    """Draw under :data:`STYLE` whatever the caller's rcParams, and keep tick labels at the
+    style's size (ticks are made lazily, at draw time, outside the ``rc_context``)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with matplotlib.rc_context(STYLE):
+            fig = fn(*args, **kwargs)
+            for ax in fig.axes:
+                ax.tick_params(axis="x", which="both", labelsize=STYLE["xtick.labelsize"])
+                ax.tick_params(axis="y", which="both", labelsize=STYLE["ytick.labelsize"])
+        return fig
+    return wrapper
+
+
+def legibility_problems(fig: Figure, max_width: float = COLUMN_WIDTH, min_font: float = MIN_FONT_PT) -> list[str]:
+    """What would make ``fig`` hard to read in the book's column: a figure wider than
+    ``max_width`` inches (it would be shrunk, and its fonts with it), or visible text smaller
+    than ``min_font`` points. An empty list means neither. Draws the figure once."""
+    problems = []
+    w, h = fig.get_size_inches()
+    if w > max_width + 1e-9:
+        problems.append(f"figure is {w:.2f} in wide (> {max_width} in): the page would shrink it")
+    fig.canvas.draw()                 # creates the tick labels, with their final sizes
+    for t in fig.findobj(matplotlib.text.Text):
+        if t.get_visible() and t.get_text().strip() and t.get_fontsize() < min_font - 1e-9:
+            problems.append(f"text {t.get_text()[:30]!r} at {t.get_fontsize():g} pt (< {min_font} pt)")
+    return problems
+
+
+def _grid(n: int, ncols: int = 2):
+    """Rows and columns for ``n`` panels: one row up to ``ncols`` panels, else ``ncols`` columns."""
+    ncols = min(n, ncols)
+    return math.ceil(n / ncols), ncols
+
+
+def _thin_labels(ax, positions, labels, axis: str = "x", fontsize: float = 9, rotation: float = 0):
+    """Ticks at every position, labels on as many as fit without overlapping (every k-th)."""
+    fig = ax.figure
+    bbox = ax.get_position()
+    length_in = (bbox.width * fig.get_figwidth()) if axis == "x" else (bbox.height * fig.get_figheight())
+    n = max(1, len(labels))
+    if axis == "x" and rotation == 0:
+        need = max(len(str(s)) for s in labels) * 0.62 * fontsize + 0.6 * fontsize   # points per label
+    else:
+        need = 1.25 * fontsize
+    k = max(1, math.ceil(n * need / (72 * length_in)))
+    shown = [str(s) if i % k == 0 else "" for i, s in enumerate(labels)]
+    if axis == "x":
+        ax.set_xticks(positions, shown, rotation=rotation, fontsize=fontsize)
+    else:
+        ax.set_yticks(positions, shown, fontsize=fontsize)
+    return k
+
+
+@_styled
+def cn_over_training(classes: SequenceClasses, snapshots: dict, n: int = 0, loss=None, ylim=None) -> Figure:
     """Fig. 4: c_n (Eq. 5) of class n over its tokens (common, then distinct) at several steps.
 
     ``snapshots`` maps step -> Z of shape (M, M). With ``loss`` (per step), a second panel
-    shows the training loss.
+    below shows the training loss. ``ylim`` fixes the c_n axis (a slider compares like with like).
     """
     support = classes.support(n)
     common = np.intersect1d(support, classes.common_tokens)
     distinct = classes.distinct_tokens(n)
     order = np.concatenate([common, distinct])
     # fixed margins, no layout engine: this figure is redrawn by sliders (about 0.1 s saved)
-    fig = Figure(figsize=(10 if loss is not None else 6.5, 3.4))
-    axes = fig.subplots(1, 2 if loss is not None else 1, squeeze=False)[0]
-    fig.subplots_adjust(left=0.08 if loss is not None else 0.11, right=0.98, bottom=0.16, top=0.95,
-                        wspace=0.25)
-    ax = axes[0]
+    if loss is not None:
+        fig = Figure(figsize=(COLUMN_WIDTH, 5.0))
+        ax, ax2 = fig.subplots(2, 1, gridspec_kw=dict(height_ratios=[3, 2]))
+        fig.subplots_adjust(left=0.1, right=0.8, bottom=0.1, top=0.97, hspace=0.45)
+    else:
+        fig = Figure(figsize=(COLUMN_WIDTH, 3.4))
+        ax = fig.subplots()
+        fig.subplots_adjust(left=0.1, right=0.8, bottom=0.16, top=0.95)
     steps = sorted(snapshots)
-    cmap = __import__("matplotlib").colormaps["viridis"]
+    cmap = matplotlib.colormaps["viridis"]
     for i, s in enumerate(steps):
         c = attention_limit_all(classes, np.asarray(snapshots[s], float))[n]
         ax.plot(np.arange(len(order)), c[order], "o-", ms=3, color=cmap(i / max(1, len(steps) - 1)),
                 label=f"step {s}")
+    if ylim is not None:
+        ax.set_ylim(*ylim)
     ax.axvspan(-0.5, len(common) - 0.5, color="0.9", zorder=0)
-    ax.text(len(common) / 2 - 0.5, ax.get_ylim()[1] * 0.95, "common", ha="center", va="top", fontsize=8)
-    ax.text(len(common) + len(distinct) / 2 - 0.5, ax.get_ylim()[1] * 0.95,
-            "distinct (P increasing →)", ha="center", va="top", fontsize=8)
-    ax.set_xticks(np.arange(len(order)), [str(t) for t in order], fontsize=6)
+    top = ax.get_ylim()[1]
+    ax.text(len(common) / 2 - 0.5, top * 0.97, "common", ha="center", va="top")
+    ax.text(len(common) + len(distinct) / 2 - 0.5, top * 0.97,
+            "distinct (P increasing →)", ha="center", va="top")
+    _thin_labels(ax, np.arange(len(order)), [str(t) for t in order], "x")
     ax.set_xlabel(f"contextual token of class {n} (next token {classes.next_token[n]})")
     ax.set_ylabel(r"attention $c_{l|n}$ (Eq. 5)")
-    ax.legend(fontsize=7, loc="center left")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if loss is not None:
-        ax2 = axes[1]
         ax2.semilogy(np.arange(len(loss)), loss)
         ax2.set_xlabel("step")
-        ax2.set_ylabel("training loss (batch mean)")
+        ax2.set_ylabel("training loss\n(batch mean)")
     return fig
 
 
+def _panel_grid(n: int, height_per_row: float = 2.6, ncols: int = 2):
+    """A figure one column wide with ``n`` panels, two per row (Figs. 6, 11, 12: 2x2)."""
+    rows, cols = _grid(n, ncols)
+    fig = Figure(figsize=(COLUMN_WIDTH, 0.9 + height_per_row * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False, sharex=True)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, axes
+
+
+@_styled
 def entropy_sweep(num_last, eta_z, ratio, entropy) -> Figure:
-    """Fig. 6: mean +- standard error (over seeds) of the distinct-token entropy vs eta_Y/eta_Z.
+    """Fig. 6: mean +- standard error (over seeds) of the distinct-token entropy vs eta_Y/eta_Z,
+    one panel per vocabulary (#last/next tokens), two panels per row, one shared legend.
 
     Arguments are flat arrays, one entry per run (seeds are the repeats of a setting).
     """
     num_last, eta_z, ratio, entropy = (np.asarray(a) for a in (num_last, eta_z, ratio, entropy))
     panels = sorted(set(num_last.tolist()))
-    fig = Figure(figsize=(3.2 * len(panels), 3.0), layout="constrained")
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    for ax, nl in zip(axes, panels):
-        for ez in sorted(set(eta_z.tolist())):
+    fig, axes = _panel_grid(len(panels))
+    for ax, nl in zip(axes.flat, panels):
+        for i, ez in enumerate(sorted(set(eta_z.tolist()))):
             xs, ms, es = [], [], []
             for r in sorted(set(ratio.tolist())):
                 sel = (num_last == nl) & (eta_z == ez) & (ratio == r)
@@ -66,131 +215,213 @@ def entropy_sweep(num_last, eta_z, ratio, entropy) -> Figure:
                     xs.append(r)
                     ms.append(v.mean())
                     es.append(v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else 0.0)
-            ax.errorbar(xs, ms, es, marker="o", ms=3, capsize=2, label=rf"$\eta_Z={ez:g}$")
+            ax.errorbar(xs, ms, es, marker="o", ms=3, capsize=2, color=f"C{i}", label=rf"$\eta_Z={ez:g}$")
         ax.axvline(1, color="k", ls="--", lw=0.5)
-        ax.set_title(f"#last/next tokens = {nl}/{2 * nl}", fontsize=9)
-        ax.set_xlabel(r"$\eta_Y/\eta_Z$")
-    axes[0].set_ylabel(r"average entropy of $c_n$ on distinct tokens")
-    axes[0].legend(fontsize=7)
+        ax.set_title(f"#last/next tokens = {nl:g}/{2 * nl:g}")
+    fig.supxlabel(r"$\eta_Y/\eta_Z$")
+    fig.supylabel(r"average entropy of $c_n$ on distinct tokens")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=len(labels))
     return fig
 
 
+@_styled
 def h_vs_hstar(panels) -> Figure:
     """Fig. 8: h*(s) (Eq. 33, discrete) against h(t) (Eq. 45, continuous) for several eta_Y.
 
     ``panels`` is a list of (M, steps, [eta_Y, ...]).
     """
     from .theory import h_closed, h_star
-    fig = Figure(figsize=(4.2 * len(panels), 3.2), layout="constrained")
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    for ax, (M, steps, etas) in zip(axes, panels):
+    rows, cols = _grid(len(panels))
+    fig = Figure(figsize=(COLUMN_WIDTH, 0.6 + 3.0 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for ax, (M, steps, etas) in zip(axes.flat, panels):
         s = np.arange(steps + 1)
         for i, eta in enumerate(etas):
             color = f"C{i}"
             ax.plot(s, h_star(steps, M, eta), color=color, lw=1.2, label=rf"$\eta_Y={eta:g}$")
             ax.plot(s, h_closed(s, M, eta), color=color, ls="--", lw=1.0)
-        ax.set_title(f"M = {M}: solid h* (Eq. 33), dashed h (Eq. 45)", fontsize=9)
+        ax.set_title(f"M = {M}")
         ax.set_xlabel("step s")
         ax.set_ylabel("h")
-        ax.legend(fontsize=7)
+        ax.legend()
+    fig.suptitle("solid: h* (Eq. 33); dashed: h (Eq. 45)", fontsize=STYLE["axes.titlesize"])
     return fig
 
 
+@_styled
 def growth_factor(M: int, K: int, eta_z: float, eta_ys, C0: float = 1.0, t_max: float = 1e5) -> Figure:
     """Fig. 3: the growth-factor bound e^{2 B_n(t)} (Eq. 12, Theorem 4) for several eta_Y; dotted t_0."""
     from .theory import B_n, transition_time
     t = np.geomspace(1, t_max, 400)
-    fig = Figure(figsize=(5.5, 3.3), layout="constrained")
+    fig = Figure(figsize=(6.0, 3.4), layout="constrained")
     ax = fig.subplots()
     for i, ey in enumerate(eta_ys):
         ax.loglog(t, np.exp(2 * B_n(t, M, K, ey, eta_z, C0)), color=f"C{i}", label=rf"$\eta_Y={ey:g}$")
         ax.axvline(transition_time(M, K, ey), color=f"C{i}", ls=":", lw=0.8)
     ax.set_xlabel("step t")
     ax.set_ylabel(r"$e^{2B_n(t)}$ (bound on $\chi_{l_0}$)")
-    ax.set_title(rf"M={M}, K={K}, $\eta_Z$={eta_z:g}, $C_0$={C0:g}; dotted: $t_0$", fontsize=9)
-    ax.legend(fontsize=8)
+    ax.set_title(rf"M={M}, K={K}, $\eta_Z$={eta_z:g}, $C_0$={C0:g}; dotted: $t_0$")
+    ax.legend()
     return fig
 
 
+@_styled
 def B_fixed_ratio(panels, K: int = 10, C0: float = 1.0, t_max: float = 1e6) -> Figure:
     """Fig. 9: B_n(t) at fixed nu = eta_Y/eta_Z; ``panels`` = [(M, [(eta_Z, eta_Y), ...]), ...]."""
     from .theory import B_n, transition_time
     t = np.geomspace(1, t_max, 400)
-    fig = Figure(figsize=(4.3 * len(panels), 3.2), layout="constrained")
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    for ax, (M, pairs) in zip(axes, panels):
+    rows, cols = _grid(len(panels))
+    fig = Figure(figsize=(COLUMN_WIDTH, 0.4 + 3.4 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for ax, (M, pairs) in zip(axes.flat, panels):
         for i, (ez, ey) in enumerate(pairs):
             ax.semilogx(t, B_n(t, M, K, ey, ez, C0), color=f"C{i}", label=rf"$\eta_Z={ez:g},\ \eta_Y={ey:g}$")
             ax.axvline(transition_time(M, K, ey), color=f"C{i}", ls=":", lw=0.8)
-        ax.set_title(rf"M={M}, $\nu=\eta_Y/\eta_Z$={pairs[0][1] / pairs[0][0]:g}", fontsize=9)
+        ax.set_title(rf"M={M}, $\nu=\eta_Y/\eta_Z$={pairs[0][1] / pairs[0][0]:g}")
         ax.set_xlabel("step t")
         ax.set_ylabel(r"$B_n(t)$ (corrected Eq. 129)")
-        ax.legend(fontsize=7)
+        ax.legend()
     return fig
 
 
+@_styled
 def cn_final(classes: SequenceClasses, Zs: dict, n: int = 0, title: str = "") -> Figure:
     """Fig. 5: the final attention c_n of class n over its tokens, one line per setting (label -> Z)."""
     support = classes.support(n)
     order = np.concatenate([np.intersect1d(support, classes.common_tokens), classes.distinct_tokens(n)])
-    fig = Figure(figsize=(6.5, 3.3), layout="constrained")
+    fig = Figure(figsize=(COLUMN_WIDTH, 3.4), layout="constrained")
     ax = fig.subplots()
     for label, Z in Zs.items():
         c = attention_limit_all(classes, np.asarray(Z, float))[n]
         ax.plot(np.arange(len(order)), c[order], "o-", ms=3, label=label)
-    ax.set_xticks(np.arange(len(order)), [str(t) for t in order], fontsize=6)
     ax.set_xlabel(f"contextual token of class {n}: common, then distinct by increasing P")
     ax.set_ylabel(r"final attention $c_{l|n}$")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
+    ax.set_title(title)
+    ax.legend()
+    fig.get_layout_engine().execute(fig)      # final axes size, so the token labels can be thinned
+    _thin_labels(ax, np.arange(len(order)), [str(t) for t in order], "x")
     return fig
 
 
+@_styled
 def recall_curves(num_last, eta_z, ratio, threshold, recall, by: str) -> Figure:
-    """Figs. 11-12: recall vs threshold, one panel per num_last; ``by`` = 'ratio' (at eta_Z = 1)
-    or 'eta_z' (at eta_Y/eta_Z = 1)."""
+    """Figs. 11-12: recall vs threshold, one panel per num_last (two per row, one shared legend);
+    ``by`` = 'ratio' (at eta_Z = 1) or 'eta_z' (at eta_Y/eta_Z = 1)."""
+    if by not in ("ratio", "eta_z"):
+        raise ValueError(f"by must be 'ratio' or 'eta_z', got {by!r}")
     num_last, eta_z, ratio, threshold, recall = (np.asarray(a) for a in (num_last, eta_z, ratio, threshold, recall))
     fixed = (eta_z == 1.0) if by == "ratio" else (ratio == 1.0)
     key = ratio if by == "ratio" else eta_z
     panels = sorted(set(num_last.tolist()))
-    fig = Figure(figsize=(3.2 * len(panels), 3.0), layout="constrained")
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    for ax, nl in zip(axes, panels):
-        for v in sorted(set(key[fixed & (num_last == nl)].tolist())):
+    fig, axes = _panel_grid(len(panels))
+    for ax, nl in zip(axes.flat, panels):
+        for i, v in enumerate(sorted(set(key[fixed].tolist()))):
             sel = fixed & (num_last == nl) & (key == v)
-            ax.semilogx(threshold[sel], recall[sel], marker="o", ms=2,
+            ax.semilogx(threshold[sel], recall[sel], marker="o", ms=2, color=f"C{i}",
                         label=(rf"$\eta_Y/\eta_Z={v:g}$" if by == "ratio" else rf"$\eta_Z={v:g}$"))
-        ax.set_title(f"#last/next = {nl}/{2 * nl}", fontsize=9)
+        ax.set_title(f"#last/next tokens = {nl:g}/{2 * nl:g}")
         ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel("threshold on softmax($z_m$)")
-    axes[0].set_ylabel("recall of distinct tokens")
-    axes[0].legend(fontsize=7)
+    fig.supxlabel("threshold on softmax($z_m$)")
+    fig.supylabel("recall of distinct tokens")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=len(labels))
     return fig
 
 
-def attention_maps(maps: dict, tokens=None) -> Figure:
-    """Fig. 7: attention heat maps; ``maps`` = {row label: {step: (T, T) array}}."""
-    rows = list(maps)
-    steps = sorted(maps[rows[0]])
-    fig = Figure(figsize=(2.6 * len(steps), 2.6 * len(rows)), layout="constrained")
-    axes = fig.subplots(len(rows), len(steps), squeeze=False)
-    for i, r in enumerate(rows):
-        for j, s in enumerate(steps):
+@_styled
+def attention_maps(maps: dict, tokens=None, columns: str | None = None, label_size: float = MIN_FONT_PT) -> Figure:
+    """Fig. 7: attention heat maps, ``maps`` = {label: {step: (T, T) array}}, one colour bar (0-1).
+
+    ``columns="steps"`` lays them out as the paper does (one row per label, one column per
+    step); ``columns="labels"`` transposes (one column per label, one row per step: larger
+    panels, so every word fits). ``tokens``: the T words of the window. Query words label
+    the rows (even positions on the left of the first column, odd ones on the right of the
+    last), attended words the columns (even at the bottom, odd at the top), each at
+    ``label_size`` points; where the panels are too small for all of them, every k-th word is
+    shown. Default: ``"labels"`` with tokens, ``"steps"`` without.
+    """
+    labels = list(maps)
+    steps = sorted(maps[labels[0]])
+    T = np.asarray(maps[labels[0]][steps[0]]).shape[0]
+    if tokens is not None:
+        tokens = [str(t) for t in tokens]
+        if len(tokens) != T:
+            raise ValueError(f"tokens has {len(tokens)} words, the maps are {T} x {T}")
+    columns = columns or ("labels" if tokens is not None else "steps")
+    if columns not in ("steps", "labels"):
+        raise ValueError(f"columns must be 'steps' or 'labels', got {columns!r}")
+    if columns == "steps":
+        grid = [[(lab, s) for s in steps] for lab in labels]
+    else:
+        grid = [[(lab, s) for lab in labels] for s in steps]
+    nrows, ncols = len(grid), len(grid[0])
+    word_in = 0.0 if tokens is None else 0.075 * max(len(t) for t in tokens) * label_size / 9 + 0.15
+    two_sided = tokens is not None and ncols > 1
+    # the width left for the maps once the words (and, in the paper's layout, the labels) are placed
+    side = (COLUMN_WIDTH - 0.3 - word_in * (2 if two_sided else 1) - (0.3 if columns == "steps" else 0)
+            - 0.1 * (ncols - 1)) / ncols
+    fig = Figure(figsize=(COLUMN_WIDTH, nrows * (side + 0.35) + 2 * word_in + 0.6), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    pos = np.arange(T)
+    top = tokens is not None and nrows > 1 and columns == "labels"     # odd words above the top row
+    k = 1 if tokens is None else _label_step(T, side, label_size, halves=two_sided)
+    kx = 1 if tokens is None else _label_step(T, side, label_size, halves=top)
+    im = None
+    for i, row in enumerate(grid):
+        for j, (lab, s) in enumerate(row):
             ax = axes[i, j]
-            ax.imshow(np.asarray(maps[r][s]), cmap="viridis", vmin=0, vmax=1)
-            ax.set_xticks([]); ax.set_yticks([])
-            if i == 0:
-                ax.set_title(f"iteration {s}", fontsize=9)
+            im = ax.imshow(np.asarray(maps[lab][s]), cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+            ax.spines[:].set_visible(True)          # a map is a closed square (the style drops two spines)
+            if columns == "steps":
+                ax.set_title(f"iteration {s}")
+                if j == 0:
+                    ax.set_ylabel(lab, fontsize=STYLE["axes.labelsize"])
+            else:
+                ax.set_title(f"{lab}, iteration {s}" if i == 0 else f"iteration {s}")
+            if tokens is None:
+                ax.set_xticks([]); ax.set_yticks([])
+                continue
+            ax.tick_params(length=2, labelsize=label_size)
+            ylab, xlab = [""] * T, [""] * T
             if j == 0:
-                ax.set_ylabel(r, fontsize=9)
+                ylab = _every(tokens, k, 0, 2 if two_sided else 1)
+            elif two_sided and j == ncols - 1:
+                ylab = _every(tokens, k, 1, 2)
+                ax.tick_params(axis="y", labelleft=False, labelright=True)
+            if i == nrows - 1:
+                xlab = _every(tokens, kx, 0, 2 if top else 1)
+            elif top and i == 0:
+                xlab = _every(tokens, kx, 1, 2)
+                ax.tick_params(axis="x", labelbottom=False, labeltop=True)
+            ax.set_yticks(pos, ylab)
+            ax.set_xticks(pos, xlab, rotation=90)
+    if tokens is not None:
+        fig.suptitle("rows: the query word; columns: the word it attends to", fontsize=STYLE["axes.titlesize"])
+    # below the maps, horizontal: the column's width goes to the maps
+    fig.colorbar(im, ax=axes, location="bottom", shrink=0.5, aspect=30, label="attention")
     return fig
 
 
+def _label_step(n: int, side_in: float, size: float, halves: bool) -> int:
+    """k such that every k-th label of ``n`` (of every other one if ``halves``) fits on an axis
+    ``side_in`` inches long at ``size`` points (1.1 line spacing)."""
+    per = 2 if halves else 1
+    return max(1, math.ceil((n / per) * 1.1 * size / (72 * side_in)))
+
+
+def _every(tokens, k: int, start: int, stride: int):
+    """Labels at positions start, start + stride, ... (every k-th of those); others blank."""
+    return [t if i >= start and (i - start) % stride == 0 and ((i - start) // stride) % k == 0 else ""
+            for i, t in enumerate(tokens)]
+
+
+@_styled
 def entropy_vs_lr(lr, entropy) -> Figure:
     """Fig. 10: mean +- std (over seeds) of the validation attention entropy vs learning rate."""
     lr, entropy = np.asarray(lr), np.asarray(entropy)
     xs = sorted(set(lr.tolist()))
-    fig = Figure(figsize=(4.5, 3.2), layout="constrained")
+    fig = Figure(figsize=(4.8, 3.2), layout="constrained")
     ax = fig.subplots()
     ax.errorbar(xs, [entropy[lr == x].mean() for x in xs], [entropy[lr == x].std() for x in xs],
                 marker="o", capsize=3)
@@ -199,14 +430,15 @@ def entropy_vs_lr(lr, entropy) -> Figure:
     return fig
 
 
+@_styled
 def freezing(iteration, entropy, change, loss=None) -> Figure:
     """The longer Fig. 7 run: row entropy of the lowest layer's attention and its change between
     snapshots (NaN for the first), against the iteration; the learning rate is constant."""
     it, ent, ch = (np.asarray(a, dtype=float) for a in (iteration, entropy, change))
-    fig = Figure(figsize=(7, 2.8), layout="constrained")
+    fig = Figure(figsize=(COLUMN_WIDTH, 3.0), layout="constrained")
     a1, a2 = fig.subplots(1, 2)
     a1.plot(it, ent, "o-", ms=3)
-    a1.set_xlabel("iteration"); a1.set_ylabel("mean row entropy of the attention")
+    a1.set_xlabel("iteration"); a1.set_ylabel("mean row entropy\nof the attention")
     a2.plot(it[1:], ch[1:], "o-", ms=3)
     a2.set_xlabel("iteration"); a2.set_ylabel(f"change per {it[1] - it[0]:g} steps")
     a2.set_ylim(0, None)

@@ -1,95 +1,310 @@
 """Sliders for the chapters that work in the static HTML book *and* in a live kernel.
 
-A slider panel draws its figure at every point of the sliders' grid when the cell runs and
-stacks the PNGs in nested ``ipywidgets.Stack`` widgets; each slider's ``index`` is linked to
-its level of stacks with ``jslink``, a link that lives in the page, not in the kernel. So:
+``slider_panel(draw, **controls)`` puts the controls (ipywidgets sliders, by keyword) above
+the figure that ``draw(**values)`` returns. Two modes:
 
-- in the static HTML (no kernel), moving a slider shows the figure computed for that value
-  at build time: the widget state saved in the notebook carries the images and the links;
-- in a live kernel (Jupyter, Colab, Binder), moving a slider also re-runs ``draw`` for the
-  new values and replaces the figure with the one just computed (the status line says how
-  long it took), so a reader who edits the chapter's code sees the edit take effect.
+- **precomputed** (default): ``draw`` runs at every point of the sliders' grid when the cell
+  runs; the PNGs sit in nested ``ipywidgets.Stack`` widgets and each slider's ``index`` is
+  linked to its level of stacks with ``jslink``, a link that lives in the page, not in the
+  kernel. In the static HTML (no kernel), moving a slider shows the figure computed for that
+  value at build time. In a live kernel the same move also re-runs ``draw`` for the new values
+  (a reader who edits the chapter's code sees the edit take effect). Controls must be
+  ``SelectionSlider``s over a finite grid (at most :data:`MAX_FIGURES` points).
+- **kernel-only** (``precompute=False``): ``draw`` runs for the current values only, and again
+  whenever a slider moves. For a chapter whose static page gets a JavaScript live panel
+  instead of a grid; any value widget works (``FloatLogSlider``, ``IntSlider``, ...). The static
+  page shows the first figure; its sliders do nothing there.
+
+Across slider states a figure keeps **the same axes limits and colour scale**: the panel
+sets every figure's axes (matched by position in ``fig.axes``) to the union of the limits of
+all the figures drawn (in precomputed mode, the whole grid before any PNG is made; in
+kernel-only mode, all the figures drawn so far), and likewise the colour limits of images.
+So moving a slider compares like with like. ``draw`` must use the same colours for the same
+things at every setting (e.g. ``color="C0"`` by role, not by the order lines happen to be
+drawn) and the same number of axes; limits it sets itself are kept when they are equal
+everywhere.
+
+Labels: a chapter writes plain descriptions (``description="η_Y"``, ``"η_Y/η_Z"``) and the
+panel shows real subscripts (η with a small lowered Y) in ipywidgets 8 (``description_allow_html``) and
+in ipywidgets 7 (an HTML label beside the slider). Figures are 2x PNGs shown at half size
+(sharp on high-density screens), as wide as the figure is at 100 px per inch, scaled down on
+narrow screens.
+
+**ipywidgets 7.7** (Colab's long-standing version): there is no ``Stack``, so the panel shows
+one ``Image`` whose value the kernel swaps: it precomputes the grid the same way (same limits)
+and, when a slider moves, shows the stored figure at once and redraws it. The static book is
+always built with ipywidgets 8.
 
 Nothing is printed or captured into an output widget while the cell executes (capturing
-output during execution can stall nbclient until its timeout: jupyter/nbclient#312).
+output during execution can stall nbclient until its timeout: jupyter/nbclient#312); the
+precomputation's progress bar goes to stderr (the chapters tag the cell ``remove-stderr``).
 """
 from __future__ import annotations
 
+import contextlib
+import html
 import io
 import math
+import re
 import time
 
 MAX_FIGURES = 150  # a grid larger than this would bloat the page; raise early instead
+SCALE = 2          # PNG pixels per CSS pixel: sharp on high-density ("retina") screens
+_GREEK = {"eta": "η", "gamma": "γ", "nu": "ν", "alpha": "α", "beta": "β", "lambda": "λ", "sigma": "σ"}
 
 
-def _png(fig, dpi: int) -> bytes:
-    """The figure as a 256-colour PNG (line plots lose nothing visible; the page stays small)."""
+def _widgets_major() -> int:
+    import ipywidgets
+    return int(ipywidgets.__version__.split(".")[0])
+
+
+def _gpu_when_present():
+    """THE single call site of the package's "use the GPU when present" context manager
+    (``scansnap.book.interactive_device``: slider figures are not compared by nbval, so they
+    may train on a GPU). Until that lands on this branch, drawing runs on the default device."""
+    try:
+        from .book import interactive_device
+    except ImportError:
+        return contextlib.nullcontext()
+    return interactive_device()
+
+
+# A subscript as a styled span, not <sub>: the widget manager of the static page sanitizes
+# descriptions down to a, abbr, b, code, em, i, img, li, ol, span, strong, ul (with style).
+SUB = '<span class="scansnap-sub" style="font-size:80%;vertical-align:sub;line-height:0">{}</span>'
+
+
+def label_html(text: str) -> str:
+    """A plain description as HTML with real subscripts: ``"η_Y/η_Z"`` -> η\ :sub:`Y`/η\ :sub:`Z`,
+    ``"eta_{Y}"`` -> η\ :sub:`Y` (each subscript a :data:`SUB` span); the rest is escaped."""
+    out, pos = [], 0
+    for m in re.finditer(r"_(\{([^{}]*)\}|([A-Za-z0-9]+))", text):
+        out.append(_greek(html.escape(text[pos:m.start()])))
+        out.append(SUB.format(html.escape(m.group(2) if m.group(2) is not None else m.group(3))))
+        pos = m.end()
+    out.append(_greek(html.escape(text[pos:])))
+    return "".join(out)
+
+
+def _greek(s: str) -> str:
+    return re.sub(r"(?<![A-Za-z])(" + "|".join(_GREEK) + r")(?![A-Za-z])", lambda m: _GREEK[m.group(1)], s)
+
+
+def _plain(text: str) -> str:
+    """The label as plain text (its width, and the tooltip)."""
+    return re.sub(r"<[^>]+>", "", label_html(text)).replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
+
+
+def _png(fig, scale: int = SCALE) -> tuple[bytes, int]:
+    """The figure as a 256-colour PNG at ``scale`` x its size at its own dpi (100 px/in in the
+    book's style), and its display width in CSS px. Line plots lose nothing visible and the
+    page stays small; rendered to raw RGBA and quantized (fast octree): about 0.1 s a figure."""
     from PIL import Image
 
+    dpi = fig.dpi * scale
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
+    fig.savefig(buf, format="rgba", dpi=dpi)   # fixed size (no tight bbox): every state the same
     if fig.canvas.manager is not None:  # a pyplot figure would stay open and be shown again
         import matplotlib.pyplot as plt
         plt.close(fig)
-    buf.seek(0)
+    raw = buf.getvalue()
+    fw, fh = fig.get_figwidth() * dpi, fig.get_figheight() * dpi
+    size = next((w, h) for w in (int(fw), round(fw)) for h in (int(fh), round(fh)) if 4 * w * h == len(raw))
+    img = Image.frombuffer("RGBA", size, raw, "raw", "RGBA", 0, 1).convert("RGB")
     out = io.BytesIO()
-    Image.open(buf).convert("RGB").quantize(colors=256).save(out, format="png", optimize=True)
-    return out.getvalue()
+    img.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(out, format="png")
+    return out.getvalue(), round(size[0] / scale)
 
 
-def slider_panel(draw, *, dpi: int = 72, progress: bool = True, **controls):
-    """A panel of ``controls`` (``ipywidgets.SelectionSlider``, by keyword) above a figure.
+class _Limits:
+    """The union of axes limits (and image colour limits) over figures, by axes position."""
 
-    ``draw(**values)`` returns a matplotlib Figure. It is called once per grid point now
-    (the page's precomputed figures) and, in a live kernel, again whenever a slider moves.
+    def __init__(self):
+        self.axes: dict[int, list] = {}
+        self.clims: dict[tuple, list] = {}
+
+    def add(self, fig) -> None:
+        for i, ax in enumerate(fig.axes):
+            x, y = ax.get_xlim(), ax.get_ylim()
+            cur = self.axes.get(i)
+            if cur is None:
+                self.axes[i] = [list(x), list(y)]
+            else:
+                for k, (lo, hi) in enumerate((x, y)):
+                    a, b = cur[k]
+                    flip = a > b                 # an inverted axis (imshow's y) stays inverted
+                    cur[k] = [max(a, lo), min(b, hi)] if flip else [min(a, lo), max(b, hi)]
+            for j, im in enumerate(ax.get_images() + [c for c in ax.collections if c.get_array() is not None]):
+                lo, hi = im.get_clim()
+                if lo is None or hi is None:
+                    continue
+                c = self.clims.setdefault((i, j), [lo, hi])
+                c[0], c[1] = min(c[0], lo), max(c[1], hi)
+
+    def apply(self, fig) -> None:
+        for i, ax in enumerate(fig.axes):
+            if i in self.axes:
+                (x0, x1), (y0, y1) = self.axes[i]
+                ax.set_xlim(x0, x1)
+                ax.set_ylim(y0, y1)
+            for j, im in enumerate(ax.get_images() + [c for c in ax.collections if c.get_array() is not None]):
+                if (i, j) in self.clims:
+                    im.set_clim(*self.clims[(i, j)])
+
+
+def _label_width(names_labels) -> str:
+    n = max(len(_plain(lbl)) for lbl in names_labels) if names_labels else 4
+    return f"{0.62 * n + 0.8:.1f}em"
+
+
+def _dress(control, label: str, width: str, major: int):
+    """The control with a real-subscript label, sized to wrap on a phone; returns the widget to show."""
+    import ipywidgets as widgets
+
+    control.layout.flex = "1 1 20em"
+    control.layout.min_width = "15em"
+    control.layout.max_width = "34em"
+    control.layout.width = "auto"
+    if hasattr(control, "readout"):
+        control.readout = True
+    if major >= 8:
+        control.description = label_html(label)
+        control.description_allow_html = True
+        control.tooltip = _plain(label)
+        control.style.description_width = width
+        return control
+    # ipywidgets 7: descriptions are plain text; an HTML label beside the slider instead
+    control.description = ""
+    control.description_tooltip = _plain(label)
+    return widgets.HBox([widgets.HTML(label_html(label), layout=widgets.Layout(width=width, min_width=width)),
+                         control], layout=widgets.Layout(flex="1 1 20em", min_width="15em", max_width="34em"))
+
+
+def slider_panel(draw, *, precompute: bool = True, progress: bool = True, scale: int = SCALE, **controls):
+    """A panel of ``controls`` (ipywidgets sliders, by keyword) above the figure ``draw(**values)``
+    returns (a matplotlib Figure). See the module's docstring for the two modes.
+
+    ``precompute=True``: controls are ``SelectionSlider``s; ``draw`` runs once per grid point now
+    (the page's figures) and, in a live kernel, again whenever a slider moves.
+    ``precompute=False``: any value widgets; ``draw`` runs for the current values, and on each move.
     """
     import ipywidgets as widgets
 
     if not controls:
         raise ValueError("slider_panel needs at least one control")
+    if not callable(draw):
+        raise TypeError(f"draw must be a function returning a matplotlib Figure, got {type(draw).__name__}")
+    if scale not in (1, 2, 3):
+        raise ValueError(f"scale must be 1, 2 or 3 (PNG pixels per CSS pixel), got {scale!r}")
+    major = _widgets_major()
     for name, c in controls.items():
-        if not isinstance(c, widgets.SelectionSlider):
-            raise TypeError(f"control {name!r} must be an ipywidgets.SelectionSlider over a finite grid "
-                            f"(the static page can only show precomputed values), got {type(c).__name__}")
-        if not all(isinstance(o, (int, float, str)) for o in c.options):
-            raise TypeError(f"control {name!r}: options must be plain values, got {c.options!r}")
-    n_points = math.prod(len(c.options) for c in controls.values())
-    if n_points > MAX_FIGURES:
-        raise ValueError(f"the sliders' grid has {n_points} points; at most {MAX_FIGURES} figures "
-                         "are precomputed for the static page: use fewer options")
-
+        if precompute:
+            if not isinstance(c, widgets.SelectionSlider):
+                raise TypeError(f"control {name!r} must be an ipywidgets.SelectionSlider over a finite grid "
+                                f"(the static page can only show precomputed values), got {type(c).__name__}; "
+                                "or pass precompute=False for a kernel-only panel")
+            if not all(isinstance(o, (int, float, str)) for o in c.options):
+                raise TypeError(f"control {name!r}: options must be plain values, got {c.options!r}")
+        elif not isinstance(c, widgets.ValueWidget):
+            raise TypeError(f"control {name!r} must be an ipywidgets value widget (a slider, a dropdown), "
+                            f"got {type(c).__name__}")
     names = list(controls)
-    leaves: dict[tuple, widgets.Image] = {}
-    bar = None
-    if progress:
-        from tqdm import tqdm  # text bar on stderr: no widget left behind in the saved page
-        bar = tqdm(total=n_points, desc="precomputing the slider figures", leave=False)
+    if precompute:
+        n_points = math.prod(len(c.options) for c in controls.values())
+        if n_points > MAX_FIGURES:
+            raise ValueError(f"the sliders' grid has {n_points} points; at most {MAX_FIGURES} figures "
+                             "are precomputed for the static page: use fewer options")
+    limits = _Limits()
 
-    def build(level: int, prefix: tuple):
-        if level == len(names):
-            leaf = widgets.Image(value=_png(draw(**dict(zip(names, prefix))), dpi), format="png")
-            leaves[prefix] = leaf
-            if bar is not None:
-                bar.update()
-            return leaf
-        c = controls[names[level]]
-        stack = widgets.Stack([build(level + 1, prefix + (v,)) for v in c.options], selected_index=c.index)
-        widgets.jslink((c, "index"), (stack, "selected_index"))
-        return stack
+    def figure_at(key):
+        fig = draw(**dict(zip(names, key)))
+        if not hasattr(fig, "savefig"):
+            raise TypeError(f"draw({dict(zip(names, key))}) returned {type(fig).__name__}, not a matplotlib Figure")
+        return fig
 
-    t = time.perf_counter()
-    figure = build(0, ())
-    if bar is not None:
-        bar.close()
-    status = widgets.Label(f"{n_points} figures computed in {time.perf_counter() - t:.0f} s; "
-                           "moving a slider in a live kernel re-computes the figure")
+    # ---- the figures shown before any slider moves
+    if precompute:
+        import itertools
+
+        keys = list(itertools.product(*(c.options for c in controls.values())))
+        bar = None
+        if progress:
+            from tqdm import tqdm  # text bar on stderr: no widget left behind in the saved page
+            bar = tqdm(total=len(keys), desc="precomputing the slider figures", leave=False)
+        figs = {}
+        with _gpu_when_present():
+            for key in keys:
+                figs[key] = figure_at(key)
+                limits.add(figs[key])
+                if bar is not None:
+                    bar.update()
+        if bar is not None:
+            bar.close()
+        pngs = {}
+        for key, fig in figs.items():
+            limits.apply(fig)
+            pngs[key] = _png(fig, scale)
+        del figs
+    else:
+        key = tuple(c.value for c in controls.values())
+        with _gpu_when_present():
+            fig = figure_at(key)
+        limits.add(fig)
+        pngs = {key: _png(fig, scale)}
+
+    def image(png_width):
+        png, width = png_width
+        return widgets.Image(value=png, format="png", width=str(width),
+                             layout=widgets.Layout(max_width="100%", height="auto"))
+
+    current = tuple(c.value for c in controls.values())
+    leaves: dict[tuple, object] = {}
+    if precompute and major >= 8:
+        def build(level: int, prefix: tuple):
+            if level == len(names):
+                leaves[prefix] = image(pngs[prefix])
+                return leaves[prefix]
+            c = controls[names[level]]
+            stack = widgets.Stack([build(level + 1, prefix + (v,)) for v in c.options], selected_index=c.index)
+            widgets.jslink((c, "index"), (stack, "selected_index"))
+            return stack
+        figure = build(0, ())
+    else:
+        # one Image whose value the kernel swaps (kernel-only mode, and ipywidgets 7: no Stack)
+        figure = image(pngs[current])
+
+    status = widgets.HTML("", layout=widgets.Layout(display="none"))
+    status.add_class("scansnap-status")
 
     def redraw(change=None):
+        """A slider moved in a live kernel: show the stored figure at once (if any), then redraw."""
+        key = tuple(c.value for c in controls.values())
+        target = leaves.get(key, figure)
+        if key in pngs and target is figure and precompute:
+            figure.value = pngs[key][0]
+        status.layout.display = ""
+        status.value = "redrawing&hellip;"
         t = time.perf_counter()
-        key = tuple(controls[n].value for n in names)
-        leaves[key].value = _png(draw(**dict(zip(names, key))), dpi)
-        status.value = f"re-computed live in {time.perf_counter() - t:.2f} s"
+        try:
+            with _gpu_when_present():
+                fig = figure_at(key)
+        except Exception as exc:          # say so on the panel too, not only in the kernel's log
+            status.value = html.escape(f"redraw failed: {type(exc).__name__}: {exc}")
+            raise
+        limits.add(fig)
+        limits.apply(fig)
+        png, _ = _png(fig, scale)
+        target.value = png
+        status.value = f"redrawn in the kernel in {time.perf_counter() - t:.2f} s"
 
     for c in controls.values():
         c.observe(redraw, "value")
-    return widgets.VBox([widgets.HBox(list(controls.values())), figure, status])
+    width = _label_width([c.description for c in controls.values()])
+    shown = [_dress(c, c.description or name, width, major) for name, c in controls.items()]
+    bar_box = widgets.Box(shown, layout=widgets.Layout(display="flex", flex_flow="row wrap", width="100%",
+                                                       justify_content="flex-start"))
+    bar_box.add_class("scansnap-controls")
+    panel = widgets.VBox([bar_box, figure, status], layout=widgets.Layout(width="100%", max_width="100%"))
+    panel.add_class("scansnap-panel")
+    panel.redraw = redraw          # for tests and for a chapter that wants to force a redraw
+    return panel

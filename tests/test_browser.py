@@ -2,15 +2,32 @@
 
 The book is built first (jupyter-book with its execution cache: quick once the chapters are
 cached), then every page is opened from file:// with every non-file request refused, as a
-reader with no network would open it, and we assert: no JavaScript error beyond the
-allow-list below, every math element typeset (no raw TeX left), every image loaded, the
-widgets rendered, and on the chapters with sliders, moving a slider changes the figure.
-A full-page screenshot of each page goes to _build/screenshots/ for review.
+reader with no network would open it, once at each of three widths: 390 px (a phone), 1280
+and 1920 px. On each we assert:
+
+- no JavaScript error beyond the allow-list below, every math element typeset (no raw TeX
+  left), every image loaded, figures shown as images (not their text repr), widgets rendered;
+- no display equation clipped: its rendered box starts no left of the box that shows it (a
+  left overflow cannot be scrolled back), and an equation or output block wider than the
+  column sits in a box the reader can scroll horizontally, itself within the column;
+- at 1280 px, no printed output block wider than its column (a reader should not have to
+  scroll to read a result), except the named exceptions below, each with its reason;
+- every image of the chapter body shown at no less than half its pixel width (2x PNGs are
+  shown at exactly half; a 1,291 px figure squeezed into 688 px fails) or vector; at 390 px
+  the images are instead scaled to fit the column (and must fit it);
+- slider panels: at 390 px every slider's track keeps a usable length and its readout shows;
+  labels show real subscripts (no literal "_Y"); no build-log status line is visible.
+
+Slider pages are also opened in dark mode (at 390 and 1280 px): the panel must not be a
+light box on the dark page. On each slider page, moving the first slider shows another
+precomputed figure (no kernel). Screenshots: _build/screenshots/<width>/<page>.png and
+_build/screenshots/dark-<width>/<page>.png, for review.
 
 Needs /usr/bin/chromium (Debian's `chromium`; `make test` installs it) or SCANSNAP_CHROMIUM.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -27,6 +44,8 @@ CHROMIUM = os.environ.get("SCANSNAP_CHROMIUM", "/usr/bin/chromium")
 # ones Chromium keeps trying (and failing) to reach Google's hosts.
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+WIDTHS = (390, 1280, 1920)
+DARK_WIDTHS = (390, 1280)
 
 # Console messages known to be harmless, each with why. Anything else fails the test.
 ALLOWED_CONSOLE = [
@@ -40,9 +59,9 @@ ALLOWED_CONSOLE = [
     (re.compile(r"Got invalid theme mode: \. Resetting to auto"), "no saved theme mode in a fresh profile"),
 ]
 
-SLIDER_PAGES = ["book/01-model", "book/02-data", "book/03-decoder", "book/04-scan", "book/05-snap",
-                "book/06-figures", "book/07-beyond"]
-FIGURE_PAGES = SLIDER_PAGES
+# Printed output blocks allowed to be wider than the column at 1280 px: {(page, start of the
+# block's text): why}. Keep it short; a result should be readable without scrolling.
+WIDE_OUTPUT_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def _pages() -> list[str]:
@@ -64,6 +83,21 @@ def _pages() -> list[str]:
     for part in toc.get("parts", []):
         walk(part.get("chapters", []))
     return [str(Path(p).with_suffix("")) for p in pages]
+
+
+def _widget_pages() -> list[str]:
+    """The chapters whose committed outputs hold a widget (a slider panel), read from the notebooks."""
+    out = []
+    for page in _pages():
+        nb = ROOT / f"{page}.ipynb"
+        if nb.exists() and any("application/vnd.jupyter.widget-view+json" in o.get("data", {})
+                               for c in json.loads(nb.read_text())["cells"] for o in c.get("outputs", [])):
+            out.append(page)
+    return out
+
+
+SLIDER_PAGES = _widget_pages()
+FIGURE_PAGES = SLIDER_PAGES
 
 
 @pytest.fixture(scope="module")
@@ -91,9 +125,10 @@ def browser(book):
         b.close()
 
 
-def _open(browser, page_name: str):
-    """Open a page from file:// with the network cut; returns (page, problems list)."""
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+def _open(browser, page_name: str, width: int = 1280, dark: bool = False):
+    """Open a page from file:// with the network cut; returns (context, page, problems list)."""
+    ctx = browser.new_context(viewport={"width": width, "height": 900},
+                              color_scheme="dark" if dark else "light")
     page = ctx.new_page()
     problems: list[str] = []
     ctx.route(re.compile(r"^(?!file:|data:|blob:).*"),
@@ -117,7 +152,15 @@ def _open(browser, page_name: str):
     if page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')"):
         page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30000)
         page.evaluate("() => MathJax.startup.promise")
+    if page_name in SLIDER_PAGES:  # widgets render asynchronously after load
+        page.wait_for_selector(".widget-slider", timeout=30000)
+    page.wait_for_timeout(300)
     return ctx, page, problems
+
+
+def _shot(page, folder: str, page_name: str) -> None:
+    (SHOTS / folder).mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / folder / (page_name.replace("/", "__") + ".png")), full_page=True)
 
 
 RAW_TEX = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$\$|\$[^$\s][^$]{0,200}?\$|\\(?:frac|eta|sum|mathbf|top)\b")
@@ -139,17 +182,112 @@ CHECK_JS = """() => {
               w => /Error|cannot be displayed/i.test(w.textContent)).length};
 }"""
 
+# Layout at the current width. The column is the article's content box. A box "clips" when its
+# overflow is not visible; a scroll box (overflow auto/scroll) shows what overflows to its right
+# but never what starts left of it (scrollLeft cannot go below 0).
+LAYOUT_JS = """(width) => {
+  const art = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+  const acs = getComputedStyle(art), ar = art.getBoundingClientRect();
+  const colL = ar.left + parseFloat(acs.paddingLeft), colR = ar.right - parseFloat(acs.paddingRight);
+  const colW = colR - colL;
+  const snip = e => (e.textContent || '').replace(/\\s+/g, ' ').trim().slice(0, 70);
+  const r0 = x => Math.round(x);
+  // what a reader can see of content spanning [l, r] inside element el
+  function visibility(el, l, r) {
+    for (let a = el; a && a !== document.body && a !== document.documentElement; a = a.parentElement) {
+      const ov = getComputedStyle(a).overflowX, b = a.getBoundingClientRect();
+      if (ov === 'auto' || ov === 'scroll') {
+        if (l < b.left - 1) return `its left ${r0(b.left - l)} px are cut (they start left of the scroll box)`;
+        if (b.left < colL - 1 || b.right > colR + 1)
+          return `its scroll box (${r0(b.width)} px) is wider than the column (${r0(colW)} px)`;
+        return null;
+      }
+      if ((ov === 'hidden' || ov === 'clip') && (l < b.left - 1 || r > b.right + 1))
+        return `cut by the overflow:${ov} of <${a.tagName.toLowerCase()} class="${a.className}">` +
+               ` (${r0(b.left - l)} px left, ${r0(r - b.right)} px right)`;
+    }
+    if (l < colL - 1 || r > colR + 1)
+      return `it runs outside the column (${r0(colL - l)} px left, ${r0(r - colR)} px right) with no scroll box`;
+    if (l < 0) return `it starts ${r0(-l)} px left of the window`;
+    return null;
+  }
+  const out = {col: r0(colW), math: [], outputs: [], wide: [], imgs: [], sliders: [], labels: [], status: []};
+  for (const mc of document.querySelectorAll('mjx-container[display="true"]')) {
+    if (mc.offsetParent === null) continue;                       // folded (a closed dropdown)
+    const m = mc.querySelector('mjx-math'); if (!m) continue;
+    let l = Infinity, r = -Infinity;
+    for (const e of [m, ...m.querySelectorAll('mjx-mtable, mjx-table, mjx-labels, mjx-itable, mjx-mrow')]) {
+      const b = e.getBoundingClientRect(); if (b.width === 0) continue;
+      l = Math.min(l, b.left); r = Math.max(r, b.right);
+    }
+    const why = visibility(mc, l, r);
+    if (why) out.math.push(`equation "${snip(mc.parentElement)}" (${r0(r - l)} px): ${why}`);
+  }
+  const blocks = document.querySelectorAll(
+      'div.cell_output pre, div.cell_output .output.text_html, div.cell_output .output.text_markdown');
+  for (const o of blocks) {
+    if (o.offsetParent === null) continue;
+    const b = o.getBoundingClientRect();
+    const l = b.left, r = b.left + o.scrollWidth;
+    const scrolls = ['auto', 'scroll'].includes(getComputedStyle(o).overflowX);
+    const why = scrolls && o.scrollWidth > o.clientWidth + 1 ? visibility(o, b.left, b.right) : visibility(o, l, r);
+    if (why) out.outputs.push(`output "${snip(o)}": ${why}`);
+    if (o.scrollWidth > o.clientWidth + 1 || r > colR + 1)
+      out.wide.push({text: snip(o), width: o.scrollWidth, box: r0(Math.min(b.width, colW))});
+  }
+  for (const i of art.querySelectorAll('img')) {
+    if (i.offsetParent === null || !i.naturalWidth) continue;
+    const b = i.getBoundingClientRect();
+    const vector = /\\.svg(\\?|$)|^data:image\\/svg/.test(i.currentSrc || i.src);
+    out.imgs.push({src: (i.currentSrc || i.src).split('/').pop().slice(0, 40), natural: i.naturalWidth,
+                   shown: Math.round(b.width * 10) / 10, vector, fits: b.left >= colL - 1 && b.right <= colR + 1});
+  }
+  for (const s of document.querySelectorAll('.widget-slider')) {
+    if (s.offsetParent === null) continue;
+    const track = s.querySelector('.slider-container, .noUi-target');
+    const readout = s.querySelector('.widget-readout');
+    const label = s.querySelector('.widget-label');
+    const rb = readout ? readout.getBoundingClientRect() : null;
+    out.sliders.push({label: label ? label.textContent : '', track: track ? r0(track.getBoundingClientRect().width) : 0,
+                      readout: !!rb && rb.width > 0 && rb.left >= -1 && rb.right <= width + 1 &&
+                               readout.scrollWidth <= readout.clientWidth + 1 && readout.textContent.trim() !== ''});
+  }
+  for (const l of document.querySelectorAll('.jupyter-widgets .widget-label, .jupyter-widgets .widget-html-content'))
+    if (l.offsetParent !== null && /_[A-Za-z{]/.test(l.textContent)) out.labels.push(l.textContent);
+  for (const e of document.querySelectorAll('.jupyter-widgets'))
+    if (e.offsetParent !== null && /figures? computed in/.test(e.textContent)) out.status.push(snip(e));
+  return out;
+}"""
 
+# In dark mode: each slider panel's effective background (the first opaque one from the panel up)
+# and its text colour.
+DARK_JS = """() => {
+  const rgb = s => (s.match(/[\\d.]+/g) || []).map(Number);
+  const lum = c => (0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]) / 255;
+  const res = {theme: document.documentElement.dataset.theme, panels: []};
+  for (const p of document.querySelectorAll('.jupyter-widgets.widget-vbox, .scansnap-panel')) {
+    if (p.offsetParent === null || p.parentElement.closest('.widget-vbox, .scansnap-panel')) continue;
+    let bg = null, who = '';
+    for (let e = p; e; e = e.parentElement) {
+      const c = rgb(getComputedStyle(e).backgroundColor);
+      if (c.length >= 3 && (c.length < 4 || c[3] > 0.5)) { bg = c; who = e.tagName + '.' + [...e.classList].join('.'); break; }
+    }
+    const label = p.querySelector('.widget-label, .widget-readout') || p;
+    res.panels.push({bg: bg ? lum(bg) : null, who, text: lum(rgb(getComputedStyle(label).color))});
+  }
+  return res;
+}"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("page_name", _pages())
-def test_page_reads_offline(browser, page_name):
-    ctx, page, problems = _open(browser, page_name)
+def test_page_reads_well(browser, page_name, width):
+    """One visit per page and width: offline reading, then the layout checks of the module docstring."""
+    ctx, page, problems = _open(browser, page_name, width)
     try:
-        if page_name in SLIDER_PAGES:  # widgets render asynchronously after load
-            page.wait_for_selector(".widget-slider", timeout=30000)
-        page.wait_for_timeout(300)
         r = page.evaluate(CHECK_JS)
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / (page_name.replace("/", "__") + ".png")), full_page=True)
+        lay = page.evaluate(LAYOUT_JS, width)
+        _shot(page, str(width), page_name)
     finally:
         ctx.close()
     assert not problems, "\n".join(problems)
@@ -162,7 +300,47 @@ def test_page_reads_offline(browser, page_name):
     if page_name in FIGURE_PAGES:
         assert r["n_img"] > 0, "a chapter with figures shows no image"
     if page_name in SLIDER_PAGES:
-        assert r["n_widgets"] > 0 and r["widget_errors"] == 0, r
+        assert r["n_widgets"] > 0 and r["widget_errors"] == 0, {k: r[k] for k in ("n_widgets", "widget_errors")}
+
+    failures = []
+    failures += [f"clipped math: {m}" for m in lay["math"]]
+    failures += [f"output cannot be read: {m}" for m in lay["outputs"]]
+    if width == 1280:
+        for w in lay["wide"]:
+            if not any(page_name == p and w["text"].startswith(s) for p, s in WIDE_OUTPUT_EXCEPTIONS):
+                failures.append(f"output wider than the column ({w['width']} px in {w['box']} px): \"{w['text']}\"")
+    for i in lay["imgs"]:
+        if width >= 1280 and not i["vector"] and i["natural"] > 2 * i["shown"] + 2:
+            failures.append(f"image {i['src']} ({i['natural']} px) shown at {i['shown']} px: less than half "
+                            "its size, its text shrinks (draw it at most 6.8 in wide; scansnap.plots.COLUMN_WIDTH)")
+        if not i["fits"]:
+            failures.append(f"image {i['src']} ({i['shown']} px) does not fit the {lay['col']} px column")
+    for s in lay["sliders"]:
+        if s["track"] < 100:
+            failures.append(f"slider {s['label']!r}: track only {s['track']} px long")
+        if not s["readout"]:
+            failures.append(f"slider {s['label']!r}: its readout is hidden or cut")
+    failures += [f"widget label with a literal subscript: {t!r}" for t in lay["labels"]]
+    failures += [f"build-log status line shown to the reader: {t!r}" for t in lay["status"]]
+    assert not failures, f"{page_name} at {width} px (column {lay['col']} px):\n" + "\n".join(failures)
+
+
+@pytest.mark.parametrize("width", DARK_WIDTHS)
+@pytest.mark.parametrize("page_name", SLIDER_PAGES)
+def test_slider_page_in_dark_mode(browser, page_name, width):
+    """The slider panel follows the dark page: a dark background under it, light text on it."""
+    ctx, page, problems = _open(browser, page_name, width, dark=True)
+    try:
+        d = page.evaluate(DARK_JS)
+        _shot(page, f"dark-{width}", page_name)
+    finally:
+        ctx.close()
+    assert not problems, "\n".join(problems)
+    assert d["theme"] == "dark", d
+    assert d["panels"], "no slider panel found"
+    for p in d["panels"]:
+        assert p["bg"] is not None and p["bg"] < 0.35, f"a light box on the dark page (background from {p['who']}): {p}"
+        assert p["text"] > 0.6, f"dark text on the dark panel: {p}"
 
 
 VISIBLE_FIGURE_JS = """() => {
@@ -173,11 +351,13 @@ VISIBLE_FIGURE_JS = """() => {
 
 @pytest.mark.parametrize("page_name", SLIDER_PAGES)
 def test_slider_changes_figure_without_kernel(browser, page_name):
-    """Moving the first slider of the page shows another precomputed figure."""
+    """Moving the first slider of the page shows another precomputed figure (no kernel)."""
     ctx, page, problems = _open(browser, page_name)
     try:
         page.wait_for_selector(".widget-slider .noUi-handle", timeout=30000)
         before = page.evaluate(VISIBLE_FIGURE_JS)
+        if page.evaluate("() => document.querySelectorAll('.jupyter-widgets img').length") == len(before):
+            pytest.skip("kernel-only panels (slider_panel(precompute=False)): the static page holds one figure")
         assert len(before) == 1, f"expected one visible slider figure, found {len(before)}"
         readout = page.locator(".widget-slider .widget-readout").first
         value_before = readout.inner_text()
@@ -191,4 +371,3 @@ def test_slider_changes_figure_without_kernel(browser, page_name):
     assert not problems, "\n".join(problems)
     assert value_after != value_before, (value_before, value_after)
     assert len(after) == 1 and after[0] != before[0]
-
