@@ -419,3 +419,71 @@ def f_matrix(classes: SequenceClasses, Z):
     """F = [f_1, ..., f_K] (M x K): the l2-normalised long-sequence attention of every class."""
     c = attention_limit_all(classes, np.asarray(Z, float))
     return (c / np.linalg.norm(c, axis=1, keepdims=True)).T
+
+
+# ---------------------------------------------------------------------------------------
+# Chapter 3 (Sec. 4, App. D): Eq. 45 inverted, and Eq. 7 / Eq. 26 averaged over the classes
+# ---------------------------------------------------------------------------------------
+
+def time_of_h(h, M: int, eta_y: float):
+    """Eq. 45 read the other way: the time t at which the continuous h reaches ``h``,
+    t = (exp(Mh) + (M-1) M h - 1) / (M eta_Y). Used for Lemma 7's shift c with h(s+c) = h*(s)."""
+    M = positive_int("M", M, minimum=2)
+    eta_y = positive("eta_y", eta_y)
+    h = np.asarray(h, float)
+    if np.any(h < 0) or not np.all(np.isfinite(h)):
+        raise ValueError(f"h must be finite and >= 0, got min {np.min(h)!r}")
+    return (np.expm1(M * h) + (M - 1) * M * h) / (M * eta_y)
+
+
+@dataclass
+class DecoderRounds:
+    """The history of :func:`decoder_rounds`, one entry per round r = 0..rounds (before update r)."""
+    loss: np.ndarray        # (rounds+1,) mean over classes of -ln alpha_n[label_n]
+    grad_norm: np.ndarray   # (rounds+1, K) ||g_n||, g_n = Y (e_n - alpha_n) (Theorem 1's g)
+    xi: np.ndarray          # (rounds+1, K) xi_n = gamma sum_{n'!=n} beta_{nn'} f_n^T f_{n'}, read off g_n
+    W: np.ndarray           # (K, M) F^T Y at the end
+
+
+def decoder_rounds(F, eta_y: float, rounds: int, modified: bool = True, labels=None) -> DecoderRounds:
+    """The decoder with the attention frozen, every class once per round, simultaneously.
+
+    This is the expected step of a batch whose classes are uniform (what SGD on a large
+    batch does on average): Y += (eta_Y / K) sum_n u_n (e_n - alpha_n)^T with
+    alpha_n = softmax(Y^T f_n) and u_n = f_n (Eq. 7, plain) or u_n = f_n - F E' e_n
+    (Eq. 26, modified; Lemma 3). Each round is K class events, so round r is step t = r of
+    a batch trainer and event count r per class (h(t/K) with rate eta_Y in Lemmas 5-6).
+    g_n always lies in span(F); xi_n is read off its coefficients: with g_n = F c,
+    xi_n = -sum_{n' != n} c_{n'} f_n^T f_{n'} (Theorem 1(a)).
+    """
+    F = np.asarray(F, float)
+    if F.ndim != 2 or F.shape[0] < F.shape[1] or not np.all(np.isfinite(F)):
+        raise ValueError(f"F must be a finite M x K matrix with M >= K, got shape {F.shape}")
+    if not np.allclose(np.linalg.norm(F, axis=0), 1.0, atol=1e-9):
+        raise ValueError("the columns f_n of F must have unit norm (f_n = c_n / ||c_n||_2)")
+    M, K = F.shape
+    eta_y = positive("eta_y", eta_y)
+    rounds = positive_int("rounds", rounds, minimum=0)
+    labels = np.arange(K) if labels is None else np.asarray(labels)
+    if labels.shape != (K,) or labels.min() < 0 or labels.max() >= M:
+        raise ValueError(f"labels must be K = {K} token ids in [0, {M}), got {labels!r}")
+    E, Ep = E_matrices(F)
+    U = F @ (np.eye(K) - Ep) if modified else F          # u_n = f_n - F E' e_n = F (I - E') e_n
+    pinv = np.linalg.pinv(F)
+    Y = np.zeros((M, M))
+    loss = np.zeros(rounds + 1)
+    gn = np.zeros((rounds + 1, K))
+    xi_ = np.zeros((rounds + 1, K))
+    off = ~np.eye(K, dtype=bool)
+    for r in range(rounds + 1):
+        alpha = _softmax(F.T @ Y, axis=1)                   # row n: alpha_n
+        resid = -alpha
+        resid[np.arange(K), labels] += 1.0                  # e_n - alpha_n
+        G = Y @ resid.T                                      # column n: g_n
+        C = pinv @ G                                         # g_n = F C[:, n]
+        loss[r] = -np.mean(np.log(alpha[np.arange(K), labels]))
+        gn[r] = np.linalg.norm(G, axis=0)
+        xi_[r] = -np.sum(np.where(off, C.T * E, 0.0), axis=1)
+        if r < rounds:
+            Y = Y + eta_y / K * U @ resid
+    return DecoderRounds(loss, gn, xi_, F.T @ Y)
