@@ -453,8 +453,10 @@ def decoder_rounds(F, eta_y: float, rounds: int, modified: bool = True, labels=N
     alpha_n = softmax(Y^T f_n) and u_n = f_n (Eq. 7, plain) or u_n = f_n - F E' e_n
     (Eq. 26, modified; Lemma 3). Each round is K class events, so round r is step t = r of
     a batch trainer and event count r per class (h(t/K) with rate eta_Y in Lemmas 5-6).
-    g_n always lies in span(F); xi_n is read off its coefficients: with g_n = F c,
-    xi_n = -sum_{n' != n} c_{n'} f_n^T f_{n'} (Theorem 1(a)).
+    Every u_n lies in span(F), so Y = F A with a K x M matrix A, and the loop runs on A
+    (O(K^2 M) per round instead of O(K M^2)): F^T Y = (I+E) A, and g_n = Y (e_n - alpha_n)
+    = F c_n with c_n = A (e_n - alpha_n), so xi_n = -sum_{n' != n} c_{n'n} f_n^T f_{n'}
+    (Theorem 1(a)) and ||g_n||^2 = c_n^T (I+E) c_n.
     """
     F = np.asarray(F, float)
     if F.ndim != 2 or F.shape[0] < F.shape[1] or not np.all(np.isfinite(F)):
@@ -468,22 +470,21 @@ def decoder_rounds(F, eta_y: float, rounds: int, modified: bool = True, labels=N
     if labels.shape != (K,) or labels.min() < 0 or labels.max() >= M:
         raise ValueError(f"labels must be K = {K} token ids in [0, {M}), got {labels!r}")
     E, Ep = E_matrices(F)
-    U = F @ (np.eye(K) - Ep) if modified else F          # u_n = f_n - F E' e_n = F (I - E') e_n
-    pinv = np.linalg.pinv(F)
-    Y = np.zeros((M, M))
+    G = np.eye(K) + E                                     # F^T F
+    C_u = np.eye(K) - Ep if modified else np.eye(K)       # u_n = F C_u e_n
+    A = np.zeros((K, M))                                  # Y = F A
     loss = np.zeros(rounds + 1)
     gn = np.zeros((rounds + 1, K))
     xi_ = np.zeros((rounds + 1, K))
     off = ~np.eye(K, dtype=bool)
     for r in range(rounds + 1):
-        alpha = _softmax(F.T @ Y, axis=1)                   # row n: alpha_n
+        alpha = _softmax(G @ A, axis=1)                     # row n: alpha_n = softmax(Y^T f_n)
         resid = -alpha
         resid[np.arange(K), labels] += 1.0                  # e_n - alpha_n
-        G = Y @ resid.T                                      # column n: g_n
-        C = pinv @ G                                         # g_n = F C[:, n]
+        C = A @ resid.T                                      # column n: g_n = F C[:, n]
         loss[r] = -np.mean(np.log(alpha[np.arange(K), labels]))
-        gn[r] = np.linalg.norm(G, axis=0)
+        gn[r] = np.sqrt(np.maximum(np.einsum("in,ij,jn->n", C, G, C), 0.0))
         xi_[r] = -np.sum(np.where(off, C.T * E, 0.0), axis=1)
         if r < rounds:
-            Y = Y + eta_y / K * U @ resid
-    return DecoderRounds(loss, gn, xi_, F.T @ Y)
+            A = A + eta_y / K * C_u @ resid
+    return DecoderRounds(loss, gn, xi_, G @ A)
