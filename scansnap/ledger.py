@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 
 RESULTS = ([f"Lemma {i}" for i in range(1, 19)] + [f"Theorem {i}" for i in range(1, 6)]
-           + ["Corollary 1", "Corollary 2"])
+           + ["Corollary 1", "Corollary 2"] + [f"Remark {i}" for i in range(1, 5)])
 MOVEMENTS = ("derive", "check", "train", "plot")
 # the package's functions that train a model (Y/Z, extended Y/Z, or the embedding transformer)
 TRAINERS = frozenset({"train", "fit", "train_lm", "train_lms", "syn_medium_sweep", "fig4", "fig5",

@@ -563,3 +563,72 @@ def population_steps(classes: SequenceClasses, eta_y: float, eta_z: float, steps
         Y.grad, Z.grad = torch.tensor(-dY)[None], torch.tensor(-dZ)[None]
         opt.step()
     return losses, Y[0].numpy().copy(), Z[0].numpy().copy()
+
+
+# ---------------------------------------------------------------------------------------
+# Chapter 3 (Sec. 4, App. D): Eq. 45 inverted, and Eq. 7 / Eq. 26 averaged over the classes
+# ---------------------------------------------------------------------------------------
+
+def time_of_h(h, M: int, eta_y: float):
+    """Eq. 45 read the other way: the time t at which the continuous h reaches ``h``,
+    t = (exp(Mh) + (M-1) M h - 1) / (M eta_Y). Used for Lemma 7's shift c with h(s+c) = h*(s)."""
+    M = positive_int("M", M, minimum=2)
+    eta_y = positive("eta_y", eta_y)
+    h = np.asarray(h, float)
+    if np.any(h < 0) or not np.all(np.isfinite(h)):
+        raise ValueError(f"h must be finite and >= 0, got min {np.min(h)!r}")
+    return (np.expm1(M * h) + (M - 1) * M * h) / (M * eta_y)
+
+
+@dataclass
+class DecoderRounds:
+    """The history of :func:`decoder_rounds`, one entry per round r = 0..rounds (before update r)."""
+    loss: np.ndarray        # (rounds+1,) mean over classes of -ln alpha_n[label_n]
+    grad_norm: np.ndarray   # (rounds+1, K) ||g_n||, g_n = Y (e_n - alpha_n) (Theorem 1's g)
+    xi: np.ndarray          # (rounds+1, K) xi_n = gamma sum_{n'!=n} beta_{nn'} f_n^T f_{n'}, read off g_n
+    W: np.ndarray           # (K, M) F^T Y at the end
+
+
+def decoder_rounds(F, eta_y: float, rounds: int, modified: bool = True, labels=None) -> DecoderRounds:
+    """The decoder with the attention frozen, every class once per round, simultaneously.
+
+    This is the expected step of a batch whose classes are uniform (what SGD on a large
+    batch does on average): Y += (eta_Y / K) sum_n u_n (e_n - alpha_n)^T with
+    alpha_n = softmax(Y^T f_n) and u_n = f_n (Eq. 7, plain) or u_n = f_n - F E' e_n
+    (Eq. 26, modified; Lemma 3). Each round is K class events, so round r is step t = r of
+    a batch trainer and event count r per class (h(t/K) with rate eta_Y in Lemmas 5-6).
+    Every u_n lies in span(F), so Y = F A with a K x M matrix A, and the loop runs on A
+    (O(K^2 M) per round instead of O(K M^2)): F^T Y = (I+E) A, and g_n = Y (e_n - alpha_n)
+    = F c_n with c_n = A (e_n - alpha_n), so xi_n = -sum_{n' != n} c_{n'n} f_n^T f_{n'}
+    (Theorem 1(a)) and ||g_n||^2 = c_n^T (I+E) c_n.
+    """
+    F = np.asarray(F, float)
+    if F.ndim != 2 or F.shape[0] < F.shape[1] or not np.all(np.isfinite(F)):
+        raise ValueError(f"F must be a finite M x K matrix with M >= K, got shape {F.shape}")
+    if not np.allclose(np.linalg.norm(F, axis=0), 1.0, atol=1e-9):
+        raise ValueError("the columns f_n of F must have unit norm (f_n = c_n / ||c_n||_2)")
+    M, K = F.shape
+    eta_y = positive("eta_y", eta_y)
+    rounds = positive_int("rounds", rounds, minimum=0)
+    labels = np.arange(K) if labels is None else np.asarray(labels)
+    if labels.shape != (K,) or labels.min() < 0 or labels.max() >= M:
+        raise ValueError(f"labels must be K = {K} token ids in [0, {M}), got {labels!r}")
+    E, Ep = E_matrices(F)
+    G = np.eye(K) + E                                     # F^T F
+    C_u = np.eye(K) - Ep if modified else np.eye(K)       # u_n = F C_u e_n
+    A = np.zeros((K, M))                                  # Y = F A
+    loss = np.zeros(rounds + 1)
+    gn = np.zeros((rounds + 1, K))
+    xi_ = np.zeros((rounds + 1, K))
+    off = ~np.eye(K, dtype=bool)
+    for r in range(rounds + 1):
+        alpha = _softmax(G @ A, axis=1)                     # row n: alpha_n = softmax(Y^T f_n)
+        resid = -alpha
+        resid[np.arange(K), labels] += 1.0                  # e_n - alpha_n
+        C = A @ resid.T                                      # column n: g_n = F C[:, n]
+        loss[r] = -np.mean(np.log(alpha[np.arange(K), labels]))
+        gn[r] = np.sqrt(np.maximum(np.einsum("in,ij,jn->n", C, G, C), 0.0))
+        xi_[r] = -np.sum(np.where(off, C.T * E, 0.0), axis=1)
+        if r < rounds:
+            A = A + eta_y / K * C_u @ resid
+    return DecoderRounds(loss, gn, xi_, G @ A)
