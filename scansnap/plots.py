@@ -346,7 +346,7 @@ def hero(classes: SequenceClasses, steps, c, gamma, speed, t0: float, sequences,
         _box(ax, xq, y, str(int(classes.query[k])), "#ecd5f3", w=0.95, h=0.6, bold=True)
         _arrow(ax, xq + 0.5, y, xq + 1.05, y)
         _box(ax, xq + 1.6, y, str(int(classes.next_token[k])), "#cdebcb", w=0.95, h=0.6, bold=True)
-        ax.text(xq + 0.8, y + 0.5, f"class {k + 1}", ha="center", va="bottom", fontsize=9)
+        ax.text(xq + 0.8, y + 0.5, f"class {k}", ha="center", va="bottom", fontsize=9)
     ax.text(L + 0.25, -0.1, "query", ha="center", va="top", fontsize=9)
     ax.text(L + 1.85, -0.1, "next", ha="center", va="top", fontsize=9)
     ax.text(-0.55, row_h * rows + 0.15, "(a) two sequence classes: grey tokens occur in both (common), "
@@ -375,11 +375,11 @@ def hero(classes: SequenceClasses, steps, c, gamma, speed, t0: float, sequences,
         ax.axvspan(frozen, steps[-1], color="C0", alpha=0.07, lw=0)
         ax.text((frozen + steps[-1]) / 2, 0.98, "snapped: the pattern is frozen", transform=ax.get_xaxis_transform(),
                 ha="center", va="top", fontsize=9, color="0.3")
-    ax.set_ylabel(rf"attention $c_{{l|n}}$ in class {n + 1}", fontsize=10)
+    ax.set_ylabel(rf"attention $c_{{l|n}}$ in class {n}", fontsize=10)
     ax.set_xlim(steps[0], steps[-1])
     ax.set_ylim(0, 1.15 * float(c[:, support].max()))
     ax.tick_params(labelsize=9, labelbottom=False)
-    ax.set_title(f"(b) the scan: class {n + 1}'s attention on each of its tokens", fontsize=9, loc="left")
+    ax.set_title(f"(b) the scan: class {n}'s attention on each of its tokens", fontsize=9, loc="left")
     # (c) why it stops: gamma(t) rises, then dies
     ax2 = fig.add_subplot(gs[2], sharex=ax)
     ax2.plot(steps, gamma / gamma.max(), color="k", lw=1.6, label=r"$\gamma(t)$ (Eq. 85)")
