@@ -537,3 +537,187 @@ def sequence_classes(classes: SequenceClasses, show=None, sequence=None) -> Figu
         ax.set_yticks([])
         ax.spines[:].set_visible(False)
     return fig
+
+
+# ---------------------------------------------------------------------------------------
+# The intro's hero figure and chapter 1's model diagram
+# ---------------------------------------------------------------------------------------
+
+def _box(ax, x, y, text, face, w=0.9, h=0.9, fontsize=9, bold=False):
+    """A rounded box centred at (x, y) with ``text`` in it (data coordinates)."""
+    from matplotlib.patches import FancyBboxPatch
+    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0,rounding_size=0.1",
+                                facecolor=face, edgecolor="0.3", lw=0.8))
+    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize,
+            fontweight="bold" if bold else "normal")
+
+
+def _arrow(ax, x0, y0, x1, y1, color="0.3", lw=1.2):
+    ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
+                arrowprops=dict(arrowstyle="-|>", color=color, lw=lw, shrinkA=0, shrinkB=0))
+
+
+def model_diagram(context, query: str, next_token: str, attention, probs: dict) -> Figure:
+    """Chapter 1: the one-layer model of Eq. 1-2 on one example, drawn as the data flows.
+
+    ``context`` holds the names of the contextual tokens x_1..x_{T-1}, ``query`` the name of
+    x_T, ``attention`` the weights b_T (Eq. 1) the query pays each contextual position, and
+    ``probs`` maps a few candidate next tokens to the model's probability alpha (Eq. 2);
+    ``next_token`` is the target x_{T+1}. Every number drawn is passed in.
+    """
+    from matplotlib.patches import Rectangle
+
+    attention = np.asarray(attention, float)
+    n = len(context)
+    if attention.shape != (n,):
+        raise ValueError(f"attention must have one weight per contextual token ({n}); got shape {attention.shape}")
+    if np.any(attention < 0) or abs(attention.sum() - 1) > 1e-6:
+        raise ValueError(f"attention must be a distribution over the context; it sums to {attention.sum()!r}")
+    fig = Figure(figsize=(6.8, 3.6))
+    ax = fig.add_axes([0.005, 0.005, 0.99, 0.99])
+    ax.set_xlim(-0.75, 13.0)
+    ax.set_ylim(0.0, 7.3)
+    ax.axis("off")
+    # top: the sequence and the attention the query pays each position (step 1)
+    xs = np.arange(n) * 1.25
+    y_tok, y_bar, bar_h = 3.95, 4.35, 1.75
+    for x, tok, b in zip(xs, context, attention):
+        _box(ax, x, y_tok, tok, "#e8eef7", w=1.12, h=0.62)
+        hgt = bar_h * b / attention.max()
+        ax.add_patch(Rectangle((x - 0.32, y_bar), 0.64, hgt, facecolor="C0", alpha=0.85))
+        ax.text(x, y_bar + hgt + 0.08, f"{b:.2f}", ha="center", va="bottom", fontsize=9)
+    xq = xs[-1] + 1.75
+    _box(ax, xq, y_tok, query, "#ecd5f3", w=1.15, h=0.62, bold=True)
+    ax.text(xq, y_tok - 0.45, r"query $x_T$", ha="center", va="top", fontsize=9)
+    ax.text(xs.mean(), y_tok - 0.45, r"contextual tokens $x_1,\dots,x_{T-1}$", ha="center", va="top", fontsize=9)
+    ax.text(-0.7, 7.25, "1. attention: the query scores every contextual token,", ha="left", va="top", fontsize=9)
+    ax.text(-0.7, 6.8, r"   $b_{tT}\propto\exp(z_{x_T x_t})$ (Eq. 1); bars: $b_{tT}$", ha="left", va="top", fontsize=9)
+    # bottom: the rest of the forward pass (steps 2-5) and the prediction
+    stages = [(r"2. mix" "\n" r"$X^\top b_T$", 0.55),
+              (r"3. normalise" "\n" r"$f=X^\top b_T/\|X^\top b_T\|$", 3.55),
+              (r"4. decoder" "\n" r"logits $Y^\top f$", 6.65),
+              (r"5. softmax" "\n" r"$\alpha$ (Eq. 2)", 9.05)]
+    widths = [1.9, 3.1, 2.1, 1.7]
+    y = 1.45
+    for i, ((text, x), w) in enumerate(zip(stages, widths)):
+        _box(ax, x, y, text, "#f2f2f2", w=w, h=1.3)
+        if i:
+            _arrow(ax, stages[i - 1][1] + widths[i - 1] / 2, y, x - w / 2, y)
+    _arrow(ax, xs.mean(), y_tok - 0.95, stages[0][1] + 0.3, y + 0.67)
+    ranked = sorted(probs.items(), key=lambda kv: -kv[1])
+    _arrow(ax, stages[-1][1] + widths[-1] / 2, y, 10.3, y)
+    for i, (k, v) in enumerate(ranked):
+        ax.text(10.4, y + 0.45 - 0.45 * i, f"{k}: {v:.2f}", ha="left", va="center", fontsize=9,
+                fontweight="bold" if k == next_token else "normal")
+    ax.text(10.4, y - 0.95, rf"(target $x_{{T+1}}$: {next_token})", ha="left", va="center", fontsize=9)
+    return fig
+
+
+def hero(classes: SequenceClasses, steps, c, gamma, speed, t0: float, sequences, n: int = 0,
+         frozen: float | None = None) -> Figure:
+    """The intro's figure: the data, the scan of one training run, and what stops it.
+
+    (a) one sampled sequence per class (common tokens grey, distinct tokens coloured by class,
+    darker = more frequent), the query and the next token, and over each contextual token the
+    attention its query pays it after training (bar) and at step 0 (dashed: uniform).
+    ``sequences`` is a list of (contextual tokens (T-1,), class index, attention (T-1,)).
+    (b) c_{l|n} (Eq. 5) of class ``n`` for each of its tokens over training: ``c`` is
+    (S, M), one row per entry of ``steps`` (S,). (c) gamma(t) of Eq. 85 and the measured
+    attention speed ||c_n(s) - c_n(s-1)||_1, each divided by its peak (``gamma``, ``speed``:
+    (S,)). ``t0`` (in steps) is marked in (b) and (c); from step ``frozen`` on (if given) both
+    are shaded as the snapped phase.
+    """
+    import matplotlib
+    from matplotlib.patches import Rectangle
+
+    steps, c, gamma, speed = (np.asarray(a, float) for a in (steps, c, gamma, speed))
+    S = steps.size
+    if c.shape != (S, classes.M) or gamma.shape != (S,) or speed.shape != (S,):
+        raise ValueError(f"c must be (steps, M) = ({S}, {classes.M}), gamma and speed ({S},); "
+                         f"got {c.shape}, {gamma.shape}, {speed.shape}")
+    for name, v in (("t0", t0), ("frozen", frozen)):
+        if v is not None and not steps[0] <= v <= steps[-1]:
+            raise ValueError(f"{name} = {v!r} lies outside the steps [{steps[0]:g}, {steps[-1]:g}]")
+    cmaps = [matplotlib.colormaps[m] for m in ("Blues", "Oranges", "Greens", "Purples")]
+
+    def colour(tok):
+        if tok in classes.common_tokens:
+            return "0.62"
+        owner = int(np.flatnonzero(classes.probs[:, tok] > 0)[0])
+        d = classes.distinct_tokens(owner)
+        rank = int(np.sum(classes.probs[owner, d] < classes.probs[owner, tok])) / max(1, len(d) - 1)
+        return cmaps[owner % len(cmaps)](0.35 + 0.6 * rank)
+
+    fig = Figure(figsize=(6.8, 7.2))
+    gs = fig.add_gridspec(3, 1, height_ratios=[1.45, 1.55, 0.85], left=0.105, right=0.76, top=0.99,
+                          bottom=0.065, hspace=0.22)
+    # (a) the data, and the attention after training
+    ax = fig.add_subplot(gs[0])
+    ax.axis("off")
+    rows, L = len(sequences), max(len(s[0]) for s in sequences)
+    row_h = 2.1
+    ax.set_xlim(-0.6, L + 2.9)
+    ax.set_ylim(-0.6, row_h * rows + 0.2)
+    ax.set_position([0.01, ax.get_position().y0, 0.98, ax.get_position().height])
+    for r, (ctx, k, b) in enumerate(sequences):
+        ctx, b = np.asarray(ctx), np.asarray(b, float)
+        y = row_h * (rows - 1 - r) + 0.3
+        uniform = 1.0 / len(ctx)
+        scale = 1.3 / max(float(b.max()), uniform)
+        for x, (tok, bt) in enumerate(zip(ctx, b)):
+            _box(ax, x, y, str(int(tok)), colour(int(tok)), w=0.86, h=0.6)
+            ax.add_patch(Rectangle((x - 0.3, y + 0.36), 0.6, bt * scale, facecolor="C0", alpha=0.8))
+            ax.plot([x - 0.4, x + 0.4], [y + 0.36 + uniform * scale] * 2, color="k", ls="--", lw=0.8)
+        xq = len(ctx) + 0.25
+        _box(ax, xq, y, str(int(classes.query[k])), "#ecd5f3", w=0.95, h=0.6, bold=True)
+        _arrow(ax, xq + 0.5, y, xq + 1.05, y)
+        _box(ax, xq + 1.6, y, str(int(classes.next_token[k])), "#cdebcb", w=0.95, h=0.6, bold=True)
+        ax.text(xq + 0.8, y + 0.5, f"class {k}", ha="center", va="bottom", fontsize=9)
+    ax.text(L + 0.25, -0.1, "query", ha="center", va="top", fontsize=9)
+    ax.text(L + 1.85, -0.1, "next", ha="center", va="top", fontsize=9)
+    ax.text(-0.55, row_h * rows + 0.15, "(a) two sequence classes: grey tokens occur in both (common), "
+            "coloured ones in one (distinct)", fontsize=9, va="top")
+    # (b) the scan: c_{l|n} over training
+    ax = fig.add_subplot(gs[1])
+    support = classes.support(n)
+    common = np.intersect1d(support, classes.common_tokens)
+    distinct = classes.distinct_tokens(n)
+    for tok in common:
+        ax.plot(steps, c[:, tok], color="0.62", lw=1.0)
+    for tok in distinct:
+        ax.plot(steps, c[:, tok], color=colour(int(tok)), lw=1.6)
+    top = distinct[np.argmax(classes.probs[n, distinct])]
+    rare = distinct[np.argmin(classes.probs[n, distinct])]
+    right = dict(xycoords=("axes fraction", "data"), textcoords="offset points", ha="left", va="center",
+                 fontsize=9, annotation_clip=False)
+    ax.annotate(f"most frequent\ndistinct token ({top})", xy=(1.0, c[-1, top]), xytext=(4, 0),
+                color=colour(int(top)), **right)
+    ax.annotate(f"common tokens\n({common[0]}-{common[-1]})", xy=(1.0, c[-1, common].mean()), xytext=(4, 4),
+                color="0.4", **right)
+    ax.annotate(f"rarest distinct\ntoken ({rare})", xy=(1.0, c[-1, rare]), xytext=(4, -2),
+                color=colour(int(rare)), **right)
+    ax.axvline(t0, color="k", ls=":", lw=1.2)
+    if frozen is not None:
+        ax.axvspan(frozen, steps[-1], color="C0", alpha=0.07, lw=0)
+        ax.text((frozen + steps[-1]) / 2, 0.98, "snapped: the pattern is frozen", transform=ax.get_xaxis_transform(),
+                ha="center", va="top", fontsize=9, color="0.3")
+    ax.set_ylabel(rf"attention $c_{{l|n}}$ in class {n}", fontsize=10)
+    ax.set_xlim(steps[0], steps[-1])
+    ax.set_ylim(0, 1.15 * float(c[:, support].max()))
+    ax.tick_params(labelsize=9, labelbottom=False)
+    ax.set_title(f"(b) the scan: class {n}'s attention on each of its tokens", fontsize=9, loc="left")
+    # (c) why it stops: gamma(t) rises, then dies
+    ax2 = fig.add_subplot(gs[2], sharex=ax)
+    ax2.plot(steps, gamma / gamma.max(), color="k", lw=1.6, label=r"$\gamma(t)$ (Eq. 85)")
+    ax2.plot(steps, speed / speed.max(), color="C0", lw=1.6, ls="--", label="attention\nspeed (run)")
+    ax2.axvline(t0, color="k", ls=":", lw=1.2)
+    if frozen is not None:
+        ax2.axvspan(frozen, steps[-1], color="C0", alpha=0.07, lw=0)
+    ax2.text(t0, 1.03, r" $t_0$", ha="left", va="bottom", fontsize=10)
+    ax2.set_ylim(0, 1.2)
+    ax2.set_xlabel("training step", fontsize=10)
+    ax2.set_ylabel("÷ its peak", fontsize=10)
+    ax2.tick_params(labelsize=9)
+    ax2.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    ax2.set_title("(c) what drives it, and what stops it", fontsize=9, loc="left")
+    return fig

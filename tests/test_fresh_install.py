@@ -27,8 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _chapters() -> list[str]:
+    """The notebook pages of the table of contents: the root page (when it is a notebook) and
+    every ``file:`` entry."""
     toc = (ROOT / "_toc.yml").read_text()
-    return [f for f in re.findall(r"file:\s*(\S+)", toc) if (ROOT / f"{f}.ipynb").exists()]
+    pages = re.findall(r"^root:\s*(\S+)", toc, re.M) + re.findall(r"file:\s*(\S+)", toc)
+    return [f for f in pages if (ROOT / f"{f}.ipynb").exists()]
 
 
 def _install_cell(chapter: str):
