@@ -7,9 +7,10 @@ the figure that ``draw(**values)`` returns. Two modes:
   runs; the PNGs sit in nested ``ipywidgets.Stack`` widgets and each slider's ``index`` is
   linked to its level of stacks with ``jslink``, a link that lives in the page, not in the
   kernel. In the static HTML (no kernel), moving a slider shows the figure computed for that
-  value at build time. In a live kernel the same move also re-runs ``draw`` for the new values
-  (a reader who edits the chapter's code sees the edit take effect). Controls must be
-  ``SelectionSlider``s over a finite grid (at most :data:`MAX_FIGURES` points).
+  value at build time; in a live kernel too: the stored figure *is* ``draw`` at that value, so
+  a move re-computes nothing and answers at once (a reader who edits ``draw`` re-runs the
+  cell). Controls must be ``SelectionSlider``s over a finite grid (at most
+  :data:`MAX_FIGURES` points).
 - **kernel-only** (``precompute=False``): ``draw`` runs for the current values only, and again
   whenever a slider moves. For a chapter whose static page gets a JavaScript live panel
   instead of a grid; any value widget works (``FloatLogSlider``, ``IntSlider``, ...). The static
@@ -32,7 +33,7 @@ narrow screens.
 
 **ipywidgets 7.7** (Colab's long-standing version): there is no ``Stack``, so the panel shows
 one ``Image`` whose value the kernel swaps: it precomputes the grid the same way (same limits)
-and, when a slider moves, shows the stored figure at once and redraws it. The static book is
+and, when a slider moves, shows the stored figure. The static book is
 always built with ipywidgets 8.
 
 Nothing is printed or captured into an output widget while the cell executes (capturing
@@ -185,7 +186,7 @@ def slider_panel(draw, *, precompute: bool = True, progress: bool = True, scale:
     returns (a matplotlib Figure). See the module's docstring for the two modes.
 
     ``precompute=True``: controls are ``SelectionSlider``s; ``draw`` runs once per grid point now
-    (the page's figures) and, in a live kernel, again whenever a slider moves.
+    (the page's figures); a slider move shows the stored figure (no kernel needed, none re-drawn).
     ``precompute=False``: any value widgets; ``draw`` runs for the current values, and on each move.
     """
     import ipywidgets as widgets
@@ -277,11 +278,14 @@ def slider_panel(draw, *, precompute: bool = True, progress: bool = True, scale:
     status.add_class("scansnap-status")
 
     def redraw(change=None):
-        """A slider moved in a live kernel: show the stored figure at once (if any), then redraw."""
+        """A slider moved in a live kernel: show the stored figure (precomputed mode: nothing is
+        re-drawn; with ipywidgets 8 the page's jslink has already switched it), else redraw."""
         key = tuple(c.value for c in controls.values())
         target = leaves.get(key, figure)
-        if key in pngs and target is figure and precompute:
-            figure.value = pngs[key][0]
+        if precompute and key in pngs:
+            if target is figure:
+                figure.value = pngs[key][0]
+            return
         status.layout.display = ""
         status.value = "redrawing&hellip;"
         t = time.perf_counter()

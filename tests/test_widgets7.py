@@ -3,8 +3,8 @@
 A fresh virtual environment gets ``ipywidgets==7.7.*`` from the package index; then a wheel of
 this checkout is installed into it *without* ``--upgrade``: if ``pyproject.toml`` asked for
 ipywidgets 8, pip would upgrade it here and the test fails. The panel is then built there, a
-slider is moved from Python, and the figure must have been redrawn (one ``Image`` whose value
-the kernel swaps: ipywidgets 7 has no ``Stack``).
+slider is moved from Python, and the figure must have changed (one ``Image`` whose value the
+kernel swaps: ipywidgets 7 has no ``Stack``): the stored one, or a redrawn one without a grid.
 
 Speed: the heavy, version-independent dependencies (torch, numpy, scipy, sympy, matplotlib,
 the kernel) are not reinstalled: the new environment sees the project's .venv through a
@@ -54,9 +54,12 @@ for precompute in (True, False):
     assert slider.description == ""
     before = figure.value
     slider.value = 2.0                                          # the reader moves the slider
-    assert calls[-1] == (2.0, 0), calls
-    assert figure.value != before, "the figure was not redrawn"
-    assert "redrawn" in status.value and status.layout.display == ""
+    assert figure.value != before, "the figure did not change"
+    if precompute:                                              # the stored figure, nothing re-drawn
+        assert len(calls) == 6, calls
+    else:
+        assert calls[-1] == (2.0, 0), calls
+        assert "redrawn" in status.value and status.layout.display == ""
 print("OK", ipywidgets.__version__, scansnap.__version__)
 '''
 
