@@ -3,9 +3,10 @@
 For each chapter whose notebook calls ``slider_panel(`` (grep of ``book/*.ipynb``):
 
 1. a fresh kernel (nbclient, the same kernel and working directory as
-   ``tools/execute_notebooks.py``) executes the chapter's code cells *before* the slider cell,
-   in order (the install cell included: it imports the package and calls
-   ``scansnap.book.setup()``, 2 torch threads);
+   ``tools/execute_notebooks.py``) executes, in order, the code cells before the slider cell
+   that the slider cell needs (``needed_cells``: walking back from the slider cell, a cell is
+   kept when it binds or may change a name that the slider cell or a kept cell reads; the
+   install cell, which calls ``scansnap.book.setup()``, 2 torch threads, always);
 2. the slider cell itself is executed with ``scansnap.ui.slider_panel`` replaced by a stub that
    records ``draw`` and the controls (so the cell's own grid precomputation for the static page
    does not run, everything else in the cell does);
@@ -123,6 +124,55 @@ def slider_chapters() -> list[str]:
     return sorted(p.stem for p in (ROOT / "book").glob("*.ipynb") if "slider_panel(" in p.read_text())
 
 
+_MUTATE = {"append", "extend", "update", "add", "insert", "pop", "setdefault", "clear", "remove", "sort"}
+
+
+def _names(source: str):
+    """(names a cell binds or mutates, names it reads), from its code (IPython syntax allowed)."""
+    import ast
+
+    from IPython.core.inputtransformer2 import TransformerManager
+    try:
+        tree = ast.parse(TransformerManager().transform_cell(source))
+    except SyntaxError:
+        return None
+    bound, read = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (bound if isinstance(node.ctx, (ast.Store, ast.Del)) else read).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
+            base = node
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if isinstance(base, ast.Name):
+                bound.add(base.id)          # x.a = ... / x[k] = ...: the cell changes x
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATE:
+            base = node.func.value          # x.update(...), x.append(...): changes x
+            if isinstance(base, ast.Name):
+                bound.add(base.id)
+    return bound, read - bound              # a name the cell binds itself is its own
+
+
+def needed_cells(cells, k):
+    """Indices of the code cells before cell k that the slider cell needs: walking back, a cell
+    is kept when it binds (or may change) a name that the slider cell or a kept cell reads. The
+    first code cell (install + setup) is always kept; a cell that cannot be parsed is kept."""
+    code = [i for i in range(k) if cells[i].cell_type == "code"]
+    need = set(_names(cells[k].source)[1])
+    keep = {code[0]}
+    for i in reversed(code):
+        nr = _names(cells[i].source)
+        if nr is None or nr[0] & need:
+            keep.add(i)
+            if nr is not None:
+                need |= nr[1]
+    return sorted(keep)
+
+
 def run_chapter(name: str, max_moves: int, profile: bool) -> dict:
     import nbformat
     from nbclient import NotebookClient
@@ -137,18 +187,18 @@ def run_chapter(name: str, max_moves: int, profile: bool) -> dict:
     # nbclient keys outputs by index: the two extra cells go into the notebook, around the slider cell
     cell = nbformat.v4.new_code_cell(code)
     nb.cells[k:k + 1] = [nbformat.v4.new_code_cell(CAPTURE), nb.cells[k], cell]
-    client = NotebookClient(nb, timeout=600, kernel_name="python3",
+    client = NotebookClient(nb, timeout=1800, kernel_name="python3",
                             resources={"metadata": {"path": str(ROOT / "book")}})
     out: dict = dict(chapter=name, uptime_before=uptime())
     with client.setup_kernel():
         t = time.perf_counter()
         n_exec = 0
-        for i, c in enumerate(nb.cells[:k + 2]):
-            if c.cell_type == "code":
-                client.execute_cell(c, i)
-                n_exec += 1
+        for i in needed_cells(nb.cells, k + 1) + [k, k + 1]:
+            client.execute_cell(nb.cells[i], i)
+            n_exec += 1
         out["setup_s"] = time.perf_counter() - t
         out["cells_executed"] = n_exec - 1
+        out["cells_of"] = sum(c.cell_type == "code" for c in nb.cells[:k + 2]) - 1
         client.execute_cell(cell, k + 2)
     text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
     line = next(l for l in text.splitlines() if l.startswith(MARK))
@@ -201,7 +251,7 @@ def markdown(results: list[dict], cmd: str) -> str:
               "slider (the cells before it, and the slider cell without its grid):", ""]
     for r in results:
         lines.append(f"- {r['chapter']}: before `{r['uptime_before']}`; after `{r['uptime_after']}`; "
-                     f"{r['cells_executed']} cells in {r['setup_s']:.1f} s")
+                     f"{r['cells_executed']} of the {r.get('cells_of', '?')} code cells up to the slider cell in {r['setup_s']:.1f} s")
     for r in results:
         if r.get("profile"):
             lines += ["", f"### Profile: {r['chapter']}, the slowest move ({', '.join(r['profile']['key'])})", "",
