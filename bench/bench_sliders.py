@@ -90,7 +90,7 @@ def _walk(level):
     for i, v in enumerate(_controls[_names[level]].options):
         out += [(v,) + r for r in (rest if i % 2 == 0 else rest[::-1])]
     return out
-_points = _walk(0)
+_points = _walk(0)[::-1] if REVERSE else _walk(0)
 for _n, _v in zip(_names, _points[0]):
     _controls[_n].value = _v           # untimed: the walk's start (also warms up)
 _panel = _bench_orig_panel(_timed_draw, precompute=False, progress=False, **_controls)
@@ -173,7 +173,7 @@ def needed_cells(cells, k):
     return sorted(keep)
 
 
-def run_chapter(name: str, max_moves: int, profile: bool) -> dict:
+def run_chapter(name: str, max_moves: int, profile: bool, reverse: bool = False) -> dict:
     import nbformat
     from nbclient import NotebookClient
 
@@ -183,7 +183,7 @@ def run_chapter(name: str, max_moves: int, profile: bool) -> dict:
         raise SystemExit(f"{name}: expected one cell calling slider_panel(, found {len(idx)}")
     k = idx[0]
     code = (MEASURE.replace("MAX_MOVES", str(max_moves)).replace("PROFILE", str(profile))
-            .replace("GOAL", str(GOAL)).replace("MARK", repr(MARK)))
+            .replace("GOAL", str(GOAL)).replace("REVERSE", str(reverse)).replace("MARK", repr(MARK)))
     # nbclient keys outputs by index: the two extra cells go into the notebook, around the slider cell
     cell = nbformat.v4.new_code_cell(code)
     nb.cells[k:k + 1] = [nbformat.v4.new_code_cell(CAPTURE), nb.cells[k], cell]
@@ -275,6 +275,8 @@ def main(argv=None):
     ap.add_argument("--chapters", nargs="*", default=None, help="default: every chapter calling slider_panel(")
     ap.add_argument("--max-moves", type=int, default=40)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--reverse", action="store_true",
+                    help="walk the grid from its last point (the largest values first: with --max-moves, the costly end)")
     ap.add_argument("--write", default=None, help="write the Markdown report to this file (and its .json)")
     ap.add_argument("--from-json", nargs="*", default=None,
                     help="no measuring: the report from saved per-chapter results (files written by --write)")
@@ -283,7 +285,7 @@ def main(argv=None):
     results = []
     saved = [r for f in a.from_json or [] for r in json.loads(Path(f).read_text())]
     for ch in ([] if a.from_json is not None else chapters):
-        r = run_chapter(ch, a.max_moves, a.profile)
+        r = run_chapter(ch, a.max_moves, a.profile, a.reverse)
         if a.write:      # after every chapter: a long run cut short keeps what it measured
             part = Path(a.write).with_suffix(".json")
             part.write_text(json.dumps(results + [r], indent=1) + "\n")
