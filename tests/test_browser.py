@@ -1,7 +1,7 @@
 """The built book, read in a real browser (headless Debian Chromium driven by Playwright).
 
-The book is built first (jupyter-book with its execution cache: quick once the chapters are
-cached), then every page is opened from file:// with every non-file request refused, as a
+The book is built first (jupyter-book, from the chapters' committed outputs: strict nbval
+checks that those are what executing the chapters gives; see the `book` fixture), then every page is opened from file:// with every non-file request refused, as a
 reader with no network would open it, once at each of three widths: 390 px (a phone), 1280
 and 1920 px. On each we assert:
 
@@ -101,12 +101,28 @@ FIGURE_PAGES = SLIDER_PAGES
 
 
 @pytest.fixture(scope="module")
-def book():
-    """Build the book (as `make book` does) so the test reads what a reader would get."""
+def book(tmp_path_factory):
+    """Build the book from the chapters' committed outputs, as a reader gets them.
+
+    `make book` executes the chapters (jupyter-book's cache); this build does not: strict nbval
+    (the second half of `make test`) re-executes every chapter and fails on any output that
+    differs from the committed one, so the committed outputs are what a fresh build shows, and
+    executing them a second time here would only cost minutes. Same _config.yml otherwise
+    (``execute_notebooks: "off"``, local extension paths made absolute), and -n -W: a
+    warning fails the test.
+    """
+    import yaml
+
     if not (ROOT / "_assets" / "mathjax" / "tex-chtml.js").exists():
         pytest.fail("_assets/ is missing: run `make assets` (the offline MathJax and widget manager)")
+    cfg = yaml.safe_load((ROOT / "_config.yml").read_text())
+    cfg["execute"]["execute_notebooks"] = "off"
+    for name, path in cfg["sphinx"].get("local_extensions", {}).items():
+        cfg["sphinx"]["local_extensions"][name] = str(ROOT / path)
+    conf = tmp_path_factory.mktemp("jb") / "_config.yml"
+    conf.write_text(yaml.safe_dump(cfg, sort_keys=False))
     jb = Path(sys.executable).parent / "jupyter-book"
-    proc = subprocess.run([str(jb), "build", str(ROOT), "-n", "-W", "--keep-going"],
+    proc = subprocess.run([str(jb), "build", str(ROOT), "-n", "-W", "--keep-going", "--config", str(conf)],
                           capture_output=True, text=True, timeout=3000)
     assert proc.returncode == 0, "jupyter-book build failed:\n" + proc.stdout[-4000:] + proc.stderr[-4000:]
     return HTML
