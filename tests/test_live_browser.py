@@ -70,6 +70,9 @@ def open_page(browser, url, width=1280, *, javascript=True, dark=False, scale=1)
     """A new context at ``width`` px, network cut; returns (context, page, problems)."""
     ctx = browser.new_context(viewport={"width": width, "height": 900}, java_script_enabled=javascript,
                               color_scheme="dark" if dark else "light", device_scale_factor=scale)
+    # a built chapter loads in a second or two on a quiet machine; on a shared one, stretch the
+    # waits by the load per core as the budgets are (30 s was not enough at a load of 14)
+    ctx.set_default_timeout(30000 * load_factor())
     page = ctx.new_page()
     problems: list[str] = []
     ctx.route(re.compile(r"^(?!file:|data:|blob:).*"),
@@ -89,7 +92,8 @@ def open_page(browser, url, width=1280, *, javascript=True, dark=False, scale=1)
     return ctx, page, problems
 
 
-def _wait_runs(page, i, at_least, timeout_ms=60000):
+def _wait_runs(page, i, at_least, timeout_ms=None):
+    timeout_ms = 60000 * load_factor() if timeout_ms is None else timeout_ms
     page.wait_for_function(
         f"() => +(document.querySelectorAll('.yzlive-panel')[{i}].dataset.yzliveRuns || 0) >= {at_least}",
         timeout=timeout_ms)
