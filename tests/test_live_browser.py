@@ -217,7 +217,10 @@ def _static_figure() -> bytes:
                     dtype=torch.float64, device="cpu")
     finally:
         torch.set_num_threads(n)
-    return _png(cn_over_training(syn_small(), {s: np.asarray(z[0]) for s, z in res.snapshots.items()}, n=0), 100)
+    # the book's 2x 256-colour PNG (ui._png returns (bytes, CSS width); its second argument is
+    # the scale, not a dpi: 100 asked for a 10,000-dpi raster and tens of GB)
+    png, _ = _png(cn_over_training(syn_small(), {s: np.asarray(z[0]) for s, z in res.snapshots.items()}, n=0))
+    return png
 
 
 def demo_panels():
