@@ -8,6 +8,11 @@ NOTEBOOKS := $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/
 
 ASSETS := _assets/.installed
 
+# torch's OpenMP threads sleep instead of spinning while they wait: the same numbers, and on a
+# machine whose two cores are shared (a second job, a browser) a step is not 10-40x slower
+# (bench/RESULTS.md). Set before any Python starts, so the chapters' kernels inherit it.
+export OMP_WAIT_POLICY ?= PASSIVE
+
 .PHONY: all install assets book url-note test bench mutants clean
 all: book
 

@@ -21,6 +21,18 @@ from .data import SequenceClasses
 from .theory import attention_limit_all
 
 COLUMN_WIDTH = 6.8   # inches: the widest figure the ~690 px column shows at full size (100 px/in)
+# A cell's output area is 672 CSS px at 1280 px (the column less its output indent): an image is
+# drawn at most that wide, at 2x pixels, so the page never shrinks it below half its pixel size.
+OUTPUT_PX = 672
+
+
+def display_dpi(width_in: float, base_dpi: float = 100.0) -> float:
+    """CSS px per inch for a figure ``width_in`` wide: ``base_dpi``, or less for a figure that
+    would be wider than :data:`OUTPUT_PX` (a 6.8 in figure cropped to 6.9 in: 97.4 px/in, its
+    9 pt text at 8.8 pt, as the browser would have shrunk it; now in the PNG's own pixels)."""
+    if not width_in > 0:
+        raise ValueError(f"figure width must be positive, got {width_in!r} in")
+    return min(float(base_dpi), OUTPUT_PX / width_in)
 MIN_FONT_PT = 9      # smallest text in a figure, in points at display size
 
 STYLE = {
@@ -71,17 +83,23 @@ def inline_figures(ip) -> None:
 
 
 def _retina_png(fig):
-    """IPython's 2x PNG (with its half-size width/height), quantized to 256 colours: a third of
-    the bytes, nothing visible lost on line plots and viridis maps (a 256-colour map)."""
+    """A 2x PNG cropped to the ink (IPython's "retina" figure, with its half-size width/height),
+    at most 2 x :data:`OUTPUT_PX` pixels wide (:func:`display_dpi`), quantized to 256 colours: a
+    third of the bytes, nothing visible lost on line plots and viridis maps (a 256-colour map)."""
     import io
 
-    from IPython.core.pylabtools import retina_figure
+    from IPython.core.pylabtools import print_figure
     from PIL import Image
 
-    out = retina_figure(fig, bbox_inches="tight", pad_inches=0.05)
-    if out is None:                       # an empty figure: no image, as IPython does
+    if not fig.axes and not fig.lines:    # an empty figure: no image, as IPython does
         return None
-    png, meta = out
+    bbox = fig.get_tightbbox()
+    dpi = display_dpi(bbox.width + 0.1, fig.dpi)          # its width with the 0.05 in pads
+    png = print_figure(fig, "png", bbox_inches="tight", pad_inches=0.05, dpi=2 * dpi)
+    if png is None:
+        return None
+    w, h = Image.open(io.BytesIO(png)).size
+    meta = {"width": w // 2, "height": h // 2}
     buf = io.BytesIO()
     Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(buf, "png")
     return buf.getvalue(), meta

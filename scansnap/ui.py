@@ -102,7 +102,9 @@ def _png(fig, scale: int = SCALE) -> tuple[bytes, int]:
     page stays small; rendered to raw RGBA and quantized (fast octree): about 0.1 s a figure."""
     from PIL import Image
 
-    dpi = fig.dpi * scale
+    from .plots import display_dpi
+
+    dpi = display_dpi(fig.get_figwidth(), fig.dpi) * scale   # at most the output area's width
     buf = io.BytesIO()
     fig.savefig(buf, format="rgba", dpi=dpi)   # fixed size (no tight bbox): every state the same
     if fig.canvas.manager is not None:  # a pyplot figure would stay open and be shown again
