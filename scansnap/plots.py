@@ -99,6 +99,12 @@ def _retina_png(fig):
     if png is None:
         return None
     w, h = Image.open(io.BytesIO(png)).size
+    if w > 2 * OUTPUT_PX:     # text extents at the PNG's dpi made the crop a little wider: redo
+        dpi *= (2 * OUTPUT_PX - 1) / w
+        png = print_figure(fig, "png", bbox_inches="tight", pad_inches=0.05, dpi=2 * dpi)
+        w, h = Image.open(io.BytesIO(png)).size
+    if w > 2 * OUTPUT_PX:
+        raise RuntimeError(f"figure rendered {w} px wide, over {2 * OUTPUT_PX}: scansnap.plots._retina_png")
     meta = {"width": w // 2, "height": h // 2}
     buf = io.BytesIO()
     Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(buf, "png")

@@ -233,3 +233,27 @@ def test_a_failing_redraw_says_so_on_the_panel():
     with pytest.raises(ValueError, match="must be positive"):
         panel.children[0].children[0].value = 2
     assert "redraw failed: ValueError: eta_Y must be positive" in panel.children[2].value
+
+
+def test_inline_figures_are_never_wider_than_the_output_area_at_2x():
+    """A cell's figure is cropped to its ink and drawn at most plots.OUTPUT_PX CSS px wide
+    (2x pixels), whatever its size: the page never shows it below half its pixel size."""
+    import io
+
+    from PIL import Image
+
+    for width in (4.0, 6.8, 7.1, 12.0):
+        fig = Figure(figsize=(width, 3.0), layout="constrained")
+        ax = fig.subplots()
+        ax.plot([0, 1], [0, 1], label="a line")
+        ax.set_title("a title " * 8)
+        fig.legend(loc="outside right upper")
+        png, meta = plots._retina_png(fig)
+        w, h = Image.open(io.BytesIO(png)).size
+        assert w <= 2 * plots.OUTPUT_PX and meta == {"width": w // 2, "height": h // 2}, (width, w, meta)
+        if width == 4.0:
+            assert w < 2 * plots.OUTPUT_PX - 100          # a narrow figure keeps its own size
+    assert plots._retina_png(Figure()) is None
+    assert plots.display_dpi(6.72) == 100.0 and plots.display_dpi(13.44) == 50.0
+    with pytest.raises(ValueError, match="positive"):
+        plots.display_dpi(0)
