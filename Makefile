@@ -66,9 +66,9 @@ book: $(STAMP) $(ASSETS)
 # tests/ includes the browser test (builds the book, reads every page in headless chromium) and
 # the fresh-environment test (every chapter from its own install cell).
 test: $(STAMP) $(ASSETS) $(CHROMIUM)
-	SCANSNAP_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests
+	SCANSNAP_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests --durations=25
 ifneq ($(strip $(NOTEBOOKS)),)
-	$(BIN)/python -m pytest --nbval --nbval-sanitize-with tests/sanitize.cfg -p no:cacheprovider $(NOTEBOOKS)
+	$(BIN)/python -m pytest --nbval --nbval-sanitize-with tests/sanitize.cfg -p no:cacheprovider --durations=15 $(NOTEBOOKS)
 endif
 
 # Benchmarks (not part of `make test`): each writes its Markdown report beside bench/RESULTS.md,
