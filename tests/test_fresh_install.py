@@ -1,7 +1,8 @@
 """Every chapter, run top to bottom in a fresh virtual environment, as a reader's Colab would.
 
 The environment starts with only a kernel (ipykernel) and torch==2.13.0 (the CPU wheel on
-these machines; Colab brings its own torch). Everything else must come from the chapters'
+these machines; Colab brings its own torch; linked from this environment with what torch itself
+requires, rather than unpacked again). Everything else must come from the chapters'
 install cell, which installs scansnap and its declared dependencies when scansnap is not
 importable. SCANSNAP_SOURCE points that cell at a wheel built from this checkout instead of
 the repository URL, so a dependency missing from pyproject.toml fails here, not for a reader.
@@ -77,6 +78,38 @@ def test_every_chapter_has_the_same_install_cell():
     assert "scansnap.book.setup()" in first  # figures as PNG (not their text repr), 2 threads
 
 
+def _torch_closure() -> list:
+    """torch and every distribution it requires (recursively), as installed in this environment."""
+    from importlib.metadata import distribution
+
+    from packaging.requirements import Requirement
+
+    seen, todo = {}, ["torch"]
+    while todo:
+        name = todo.pop().lower().replace("_", "-")
+        if name in seen:
+            continue
+        dist = seen[name] = distribution(name)
+        for req in map(Requirement, dist.requires or []):
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return list(seen.values())
+
+
+def _link_torch(links: Path, py: Path):
+    """The new environment sees this environment's torch (and what torch itself requires, as
+    pip would install with it) through a folder of links, so that `pip install torch==2.13.0`
+    there finds it installed instead of unpacking ~1 GB again; nothing else is visible."""
+    links.mkdir()
+    for dist in _torch_closure():
+        base = Path(dist.locate_file(""))
+        for top in {Path(f).parts[0] for f in dist.files or [] if not str(f).startswith("..")}:
+            if (base / top).exists() and not (links / top).exists():
+                (links / top).symlink_to(base / top)
+    site = _run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    (Path(site) / "zz_torch.pth").write_text(f"{links}\n")
+
+
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory):
     """A new venv with a kernel and torch, then the install cell run in it (from a local wheel)."""
@@ -84,6 +117,7 @@ def fresh(tmp_path_factory):
     venv = root / "venv"
     _run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(venv)])
     py = venv / "bin" / "python"
+    _link_torch(root / "torch-links", py)
     _run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "torch==2.13.0", "ipykernel"])
     _run([str(py), "-m", "ipykernel", "install", "--prefix", str(venv), "--name", "fresh"])
     # The wheel, from a copy of the tracked files (building in place would write build/ here).
