@@ -76,7 +76,7 @@ SUB = '<span class="scansnap-sub" style="font-size:80%;vertical-align:sub;line-h
 
 
 def label_html(text: str) -> str:
-    """A plain description as HTML with real subscripts: ``"η_Y/η_Z"`` -> η\ :sub:`Y`/η\ :sub:`Z`,
+    r"""A plain description as HTML with real subscripts: ``"η_Y/η_Z"`` -> η\ :sub:`Y`/η\ :sub:`Z`,
     ``"eta_{Y}"`` -> η\ :sub:`Y` (each subscript a :data:`SUB` span); the rest is escaped."""
     out, pos = [], 0
     for m in re.finditer(r"_(\{([^{}]*)\}|([A-Za-z0-9]+))", text):
