@@ -28,22 +28,17 @@ Needs /usr/bin/chromium (Debian's `chromium`; `make test` installs it) or SCANSN
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from chromium import launched
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM = os.environ.get("SCANSNAP_CHROMIUM", "/usr/bin/chromium")
-# Flags measured on these machines (Debian chromium, headless): without the background-networking
-# ones Chromium keeps trying (and failing) to reach Google's hosts.
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 WIDTHS = (390, 1280, 1920)
 DARK_WIDTHS = (390, 1280)
 
@@ -138,15 +133,8 @@ def book(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser(book):
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"no browser at {CHROMIUM}: `make test` installs Debian's chromium "
-                    "(apt-get install chromium), or set SCANSNAP_CHROMIUM")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+    with launched() as b:
         yield b
-        b.close()
 
 
 def _open(browser, page_name: str, width: int = 1280, dark: bool = False):

@@ -24,14 +24,11 @@ import statistics
 from pathlib import Path
 
 import pytest
+from chromium import CHROMIUM, FLAGS, launched  # noqa: F401 (CHROMIUM, FLAGS: bench_live)
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "_build" / "live"
 SHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM = os.environ.get("SCANSNAP_CHROMIUM", "/usr/bin/chromium")
-# as tests/test_browser.py: without the background-networking flags Chromium keeps calling Google
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 BUDGET_S = 0.5          # a slider move at Syn-Small's paper settings: re-trained and redrawn
 MOVES = 5               # slider moves timed per panel (the median is asserted)
 
@@ -247,15 +244,8 @@ def demo_panels():
 
 @pytest.fixture(scope="module")
 def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"no browser at {CHROMIUM}: `make test` installs Debian's chromium "
-                    "(apt-get install chromium), or set SCANSNAP_CHROMIUM")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+    with launched() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
