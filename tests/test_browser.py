@@ -2,8 +2,11 @@
 
 The book is built first (jupyter-book, from the chapters' committed outputs: strict nbval
 checks that those are what executing the chapters gives; see the `book` fixture), then every page is opened from file:// with every non-file request refused, as a
-reader with no network would open it, once at each of three widths: 390 px (a phone), 1280
-and 1920 px. On each we assert:
+reader with no network would open it, and read at each of three widths: 390 px (a phone), 1280
+and 1920 px. A page is loaded once, at 1280 px, and the window then resized to the other widths:
+loading is most of the cost, and a resized page lays out as one loaded at that width (checked
+for every page when this was introduced: the same layout measurements, only the widgets' blob
+URLs differ). On each we assert:
 
 - no JavaScript error beyond the allow-list below, every math element typeset (no raw TeX
   left), every image loaded, figures shown as images (not their text repr), widgets rendered;
@@ -18,16 +21,18 @@ and 1920 px. On each we assert:
 - slider panels: at 390 px every slider's track keeps a usable length and its readout shows;
   labels show real subscripts (no literal "_Y"); no build-log status line is visible.
 
-Slider pages are also opened in dark mode (at 390 and 1280 px): the panel must not be a
-light box on the dark page. On each slider page, moving the first slider shows another
-precomputed figure (no kernel). Screenshots: _build/screenshots/<width>/<page>.png and
-_build/screenshots/dark-<width>/<page>.png, for review.
+Slider pages are also opened in dark mode (at 1280 px, then resized to 390 px): the panel must
+not be a light box on the dark page. On each slider page, moving the first slider shows another
+precomputed figure (no kernel). Screenshots for review (full pages, they cost as much as the
+checks): set SCANSNAP_SCREENSHOTS=1, and they go to _build/screenshots/<width>/<page>.png and
+_build/screenshots/dark-<width>/<page>.png.
 
 Needs /usr/bin/chromium (Debian's `chromium`; `make test` installs it) or SCANSNAP_CHROMIUM.
 """
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -170,7 +175,16 @@ def _open(browser, page_name: str, width: int = 1280, dark: bool = False):
     return ctx, page, problems
 
 
+def _resize(page, width: int) -> None:
+    """Lay the loaded page out again at another width (media queries, widgets' flex boxes)."""
+    if page.viewport_size["width"] != width:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(300)
+
+
 def _shot(page, folder: str, page_name: str) -> None:
+    if os.environ.get("SCANSNAP_SCREENSHOTS", "") in ("", "0"):
+        return
     (SHOTS / folder).mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / folder / (page_name.replace("/", "__") + ".png")), full_page=True)
 
@@ -291,29 +305,7 @@ DARK_JS = """() => {
 }"""
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("page_name", _pages())
-def test_page_reads_well(browser, page_name, width):
-    """One visit per page and width: offline reading, then the layout checks of the module docstring."""
-    ctx, page, problems = _open(browser, page_name, width)
-    try:
-        r = page.evaluate(CHECK_JS)
-        lay = page.evaluate(LAYOUT_JS, width)
-        _shot(page, str(width), page_name)
-    finally:
-        ctx.close()
-    assert not problems, "\n".join(problems)
-    assert not r["untypeset"], f"{len(r['untypeset'])} of {r['n_math']} math elements not typeset: {r['untypeset'][:5]}"
-    assert not r["errors"], f"MathJax errors: {r['errors'][:5]}"
-    raw = RAW_TEX.findall(r["text"])
-    assert not raw, f"raw TeX left in the page text: {raw[:10]}"
-    assert not r["broken"], f"{len(r['broken'])} of {r['n_img']} images not loaded: {r['broken'][:5]}"
-    assert not r["repr"], f"figures shown as their text repr instead of an image: {r['repr'][:3]}"
-    if page_name in FIGURE_PAGES:
-        assert r["n_img"] > 0, "a chapter with figures shows no image"
-    if page_name in SLIDER_PAGES:
-        assert r["n_widgets"] > 0 and r["widget_errors"] == 0, {k: r[k] for k in ("n_widgets", "widget_errors")}
-
+def _layout_failures(lay, page_name: str, width: int) -> list[str]:
     failures = []
     failures += [f"clipped math: {m}" for m in lay["math"]]
     failures += [f"output cannot be read: {m}" for m in lay["outputs"]]
@@ -334,25 +326,75 @@ def test_page_reads_well(browser, page_name, width):
             failures.append(f"slider {s['label']!r}: its readout is hidden or cut")
     failures += [f"widget label with a literal subscript: {t!r}" for t in lay["labels"]]
     failures += [f"build-log status line shown to the reader: {t!r}" for t in lay["status"]]
-    assert not failures, f"{page_name} at {width} px (column {lay['col']} px):\n" + "\n".join(failures)
+    return [f"at {width} px (column {lay['col']} px): {f}" for f in failures]
 
 
-@pytest.mark.parametrize("width", DARK_WIDTHS)
-@pytest.mark.parametrize("page_name", SLIDER_PAGES)
-def test_slider_page_in_dark_mode(browser, page_name, width):
-    """The slider panel follows the dark page: a dark background under it, light text on it."""
-    ctx, page, problems = _open(browser, page_name, width, dark=True)
+@pytest.mark.parametrize("page_name", _pages())
+def test_page_reads_well(browser, page_name):
+    """One visit per page: offline reading, then the layout checks of the module docstring at
+    each width of WIDTHS (the page resized, not reloaded)."""
+    ctx, page, problems = _open(browser, page_name, 1280)
+    failures = []
     try:
-        d = page.evaluate(DARK_JS)
-        _shot(page, f"dark-{width}", page_name)
+        r = page.evaluate(CHECK_JS)
+        for width in sorted(WIDTHS, key=lambda w: w != 1280):      # 1280 first: it is loaded there
+            _resize(page, width)
+            lay = page.evaluate(LAYOUT_JS, width)
+            _shot(page, str(width), page_name)
+            failures += _layout_failures(lay, page_name, width)
     finally:
         ctx.close()
     assert not problems, "\n".join(problems)
-    assert d["theme"] == "dark", d
-    assert d["panels"], "no slider panel found"
-    for p in d["panels"]:
-        assert p["bg"] is not None and p["bg"] < 0.35, f"a light box on the dark page (background from {p['who']}): {p}"
-        assert p["text"] > 0.6, f"dark text on the dark panel: {p}"
+    assert not r["untypeset"], f"{len(r['untypeset'])} of {r['n_math']} math elements not typeset: {r['untypeset'][:5]}"
+    assert not r["errors"], f"MathJax errors: {r['errors'][:5]}"
+    raw = RAW_TEX.findall(r["text"])
+    assert not raw, f"raw TeX left in the page text: {raw[:10]}"
+    assert not r["broken"], f"{len(r['broken'])} of {r['n_img']} images not loaded: {r['broken'][:5]}"
+    assert not r["repr"], f"figures shown as their text repr instead of an image: {r['repr'][:3]}"
+    if page_name in FIGURE_PAGES:
+        assert r["n_img"] > 0, "a chapter with figures shows no image"
+    if page_name in SLIDER_PAGES:
+        assert r["n_widgets"] > 0 and r["widget_errors"] == 0, {k: r[k] for k in ("n_widgets", "widget_errors")}
+    assert not failures, f"{page_name}:\n" + "\n".join(failures)
+
+
+def test_layout_checks_fail_on_bad_layouts():
+    """The layout rules flag what they should (a planted measurement for each), at the right widths."""
+    lay = {"col": 688, "math": ["equation x"], "outputs": [], "status": [], "labels": ["eta_Y"],
+           "wide": [{"text": "a long line", "width": 900, "box": 688}],
+           "imgs": [{"src": "a.png", "natural": 1400, "shown": 600.0, "vector": False, "fits": True},
+                    {"src": "b.png", "natural": 600, "shown": 700.0, "vector": False, "fits": False}],
+           "sliders": [{"label": "η", "track": 40, "readout": False}]}
+    at1280 = "\n".join(_layout_failures(lay, "book/x", 1280))
+    for bit in ("clipped math", "wider than the column", "a.png (1400 px) shown at 600.0 px",
+                "b.png (700.0 px) does not fit", "track only 40 px", "readout is hidden", "literal subscript"):
+        assert bit in at1280, bit
+    at390 = "\n".join(_layout_failures(lay, "book/x", 390))
+    assert "wider than the column" not in at390 and "a.png" not in at390 and "b.png" in at390
+    assert _layout_failures({**lay, "math": [], "wide": [], "imgs": [], "sliders": [], "labels": []},
+                            "book/x", 1280) == []
+
+
+@pytest.mark.parametrize("page_name", SLIDER_PAGES)
+def test_slider_page_in_dark_mode(browser, page_name):
+    """The slider panel follows the dark page: a dark background under it, light text on it
+    (at each width of DARK_WIDTHS; loaded at the widest, then resized)."""
+    ctx, page, problems = _open(browser, page_name, max(DARK_WIDTHS), dark=True)
+    seen = {}
+    try:
+        for width in sorted(DARK_WIDTHS, reverse=True):
+            _resize(page, width)
+            seen[width] = page.evaluate(DARK_JS)
+            _shot(page, f"dark-{width}", page_name)
+    finally:
+        ctx.close()
+    assert not problems, "\n".join(problems)
+    for width, d in seen.items():
+        assert d["theme"] == "dark", (width, d)
+        assert d["panels"], f"no slider panel found at {width} px"
+        for p in d["panels"]:
+            assert p["bg"] is not None and p["bg"] < 0.35, f"at {width} px a light box on the dark page (background from {p['who']}): {p}"
+            assert p["text"] > 0.6, f"at {width} px dark text on the dark panel: {p}"
 
 
 VISIBLE_FIGURE_JS = """() => {

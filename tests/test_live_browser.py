@@ -12,7 +12,7 @@ it with a built chapter's URL (``from test_live_browser import check_live_panels
 also runs on every page of the built book that holds a live panel (found from the chapters'
 committed outputs), with :func:`check_without_javascript`; those tests skip only when the book
 is not built (``_build/html`` missing: ``jupyter-book build .``).
-Screenshots go to _build/screenshots/live-*.png; the demo page stays at _build/live/demo.html.
+Screenshots (set SCANSNAP_SCREENSHOTS=1: full pages, slow) go to _build/screenshots/live-*.png; the demo page stays at _build/live/demo.html.
 """
 from __future__ import annotations
 
@@ -150,7 +150,7 @@ def check_live_panels(browser, url, *, widths=(390, 1280), budget_s=None, moves=
                     assert state["state"] in ("done", "diverged"), state
                 rows.append(dict(ms=times, median_ms=statistics.median(times) if times else None, mode=p["mode"],
                                  status=p["status"]))
-            if shots:
+            if shots and os.environ.get("SCANSNAP_SCREENSHOTS", "") not in ("", "0"):
                 SHOTS.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(SHOTS / f"{shots}-{width}.png"), full_page=True)
         finally:
