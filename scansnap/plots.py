@@ -93,16 +93,25 @@ def _retina_png(fig):
 
     if not fig.axes and not fig.lines:    # an empty figure: no image, as IPython does
         return None
-    bbox = fig.get_tightbbox()
-    dpi = display_dpi(bbox.width + 0.1, fig.dpi)          # its width with the 0.05 in pads
-    png = print_figure(fig, "png", bbox_inches="tight", pad_inches=0.05, dpi=2 * dpi)
+    # Two draws, not four: lay the figure out once (its layout engine runs at draw time), take
+    # the ink's box there, and render that box at 2x (bbox_inches="tight" would draw once more
+    # to find the box at the PNG's dpi, and a crop that came out a pixel too wide, a third time).
+    # The layout is kept for the render (constrained layout costs as much as a draw again).
+    fig.draw_without_rendering()
+    box = fig.get_tightbbox().padded(0.05)                 # inches, with 0.05 in pads
+    dpi = display_dpi(box.width, fig.dpi)
+    dpi = min(dpi, (OUTPUT_PX - 0.5) / box.width)          # round(width x 2 dpi) <= 2 x OUTPUT_PX
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        fig.set_layout_engine("none")
+    try:
+        png = print_figure(fig, "png", bbox_inches=box, dpi=2 * dpi)
+    finally:
+        if engine is not None:
+            fig.set_layout_engine(engine)
     if png is None:
         return None
     w, h = Image.open(io.BytesIO(png)).size
-    if w > 2 * OUTPUT_PX:     # text extents at the PNG's dpi made the crop a little wider: redo
-        dpi *= (2 * OUTPUT_PX - 1) / w
-        png = print_figure(fig, "png", bbox_inches="tight", pad_inches=0.05, dpi=2 * dpi)
-        w, h = Image.open(io.BytesIO(png)).size
     if w > 2 * OUTPUT_PX:
         raise RuntimeError(f"figure rendered {w} px wide, over {2 * OUTPUT_PX}: scansnap.plots._retina_png")
     meta = {"width": w // 2, "height": h // 2}

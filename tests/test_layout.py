@@ -257,3 +257,30 @@ def test_inline_figures_are_never_wider_than_the_output_area_at_2x():
     assert plots.display_dpi(6.72) == 100.0 and plots.display_dpi(13.44) == 50.0
     with pytest.raises(ValueError, match="positive"):
         plots.display_dpi(0)
+
+
+def test_inline_png_holds_all_the_ink_and_leaves_the_figure_as_it_was():
+    """The PNG is the ink's box rendered once (no second tight-bbox pass): every edge keeps a
+    white margin (nothing cut), the ink reaches close to each edge (the crop is tight), and the
+    figure keeps its layout engine (a later display lays it out again)."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    for layout in ("constrained", None):
+        fig = Figure(figsize=(6.8, 3.0), layout=layout)
+        a1, a2 = fig.subplots(1, 2)
+        a1.plot([1, 100], [0, 1e4], label="first")
+        a2.imshow(np.arange(12.0).reshape(3, 4))
+        a1.set_ylabel("a label on the left edge")
+        fig.suptitle("a title on the top edge")
+        fig.legend(loc="outside lower center" if layout else "lower right")
+        engine = fig.get_layout_engine()
+        png, meta = plots._retina_png(fig)
+        assert fig.get_layout_engine() is engine, layout
+        ink = np.asarray(Image.open(io.BytesIO(png)).convert("L")) < 250
+        rows, cols = np.flatnonzero(ink.any(1)), np.flatnonzero(ink.any(0))
+        h, w = ink.shape
+        margins = rows[0], h - 1 - rows[-1], cols[0], w - 1 - cols[-1]
+        assert all(2 <= m <= 14 for m in margins), (layout, margins)   # 0.05 in at 2x ~ 10 px
