@@ -45,6 +45,9 @@ ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
 WIDTHS = (390, 1280, 1920)
+# How long a page may take to load, typeset and render its widgets before the test calls it
+# hung (not a speed budget: `make test` runs strict nbval beside this test on two cores).
+PAGE_TIMEOUT_MS = 120_000
 DARK_WIDTHS = (390, 1280)
 
 # Console messages known to be harmless, each with why. Anything else fails the test.
@@ -146,6 +149,7 @@ def _open(browser, page_name: str, width: int = 1280, dark: bool = False):
     """Open a page from file:// with the network cut; returns (context, page, problems list)."""
     ctx = browser.new_context(viewport={"width": width, "height": 900},
                               color_scheme="dark" if dark else "light")
+    ctx.set_default_timeout(PAGE_TIMEOUT_MS)
     page = ctx.new_page()
     problems: list[str] = []
     ctx.route(re.compile(r"^(?!file:|data:|blob:).*"),
@@ -167,10 +171,10 @@ def _open(browser, page_name: str, width: int = 1280, dark: bool = False):
     page.goto((HTML / f"{page_name}.html").as_uri(), wait_until="load")
     # MathJax 3 typesets asynchronously: wait for it on the pages that load it (those with math).
     if page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')"):
-        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30000)
+        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=PAGE_TIMEOUT_MS)
         page.evaluate("() => MathJax.startup.promise")
     if page_name in SLIDER_PAGES:  # widgets render asynchronously after load
-        page.wait_for_selector(".widget-slider", timeout=30000)
+        page.wait_for_selector(".widget-slider", timeout=PAGE_TIMEOUT_MS)
     page.wait_for_timeout(300)
     return ctx, page, problems
 
@@ -408,7 +412,7 @@ def test_slider_changes_figure_without_kernel(browser, page_name):
     """Moving the first slider of the page shows another precomputed figure (no kernel)."""
     ctx, page, problems = _open(browser, page_name)
     try:
-        page.wait_for_selector(".widget-slider .noUi-handle", timeout=30000)
+        page.wait_for_selector(".widget-slider .noUi-handle", timeout=PAGE_TIMEOUT_MS)
         before = page.evaluate(VISIBLE_FIGURE_JS)
         if not _has_precomputed_grid(page_name):
             pytest.skip("kernel-only panels (slider_panel(precompute=False)): the static page holds one figure")
@@ -417,7 +421,7 @@ def test_slider_changes_figure_without_kernel(browser, page_name):
         value_before = readout.inner_text()
         page.locator(".widget-slider .noUi-handle").first.focus()
         page.keyboard.press("ArrowRight")
-        page.wait_for_function(f"() => ({VISIBLE_FIGURE_JS})()[0] !== {before[0]!r}", timeout=10000)
+        page.wait_for_function(f"() => ({VISIBLE_FIGURE_JS})()[0] !== {before[0]!r}", timeout=PAGE_TIMEOUT_MS)
         after = page.evaluate(VISIBLE_FIGURE_JS)
         value_after = readout.inner_text()
     finally:
