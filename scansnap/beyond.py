@@ -116,6 +116,9 @@ def class_attention(model: ExtendedYZ, classes: SequenceClasses, *, T: int = 128
     return torch.stack([c[m].mean(0) for m in pick]), torch.stack([b[m].mean(0) for m in pick])
 
 
+MODEL_OPTIONS = ("heads", "pos", "residual", "init_std", "optimizer", "eta_y", "eta_z")
+
+
 def fit(classes: SequenceClasses, *, heads: int = 1, pos=None, residual: bool = False,
         init_std: float = 0.0, optimizer: str = "sgd", eta_y: float = 1.0, eta_z: float = 1.0,
         steps: int = 100, batch: int = 128, T: int = 128, seed: int = 0,
@@ -125,27 +128,59 @@ def fit(classes: SequenceClasses, *, heads: int = 1, pos=None, residual: bool = 
     SGD with momentum 0.9 (the paper's setting) or Adam; eta_y for the decoder, eta_z for the
     attention (Z and the positional parameters).
     """
-    positive("eta_y", eta_y)
-    positive("eta_z", eta_z)
+    return fit_group(classes, [dict(heads=heads, pos=pos, residual=residual, init_std=init_std,
+                                    optimizer=optimizer, eta_y=eta_y, eta_z=eta_z)],
+                     steps=steps, batch=batch, T=T, seed=seed, snapshot_steps=snapshot_steps,
+                     noise_prefix=noise_prefix)[0]
+
+
+def fit_group(classes: SequenceClasses, variants, *, steps: int = 100, batch: int = 128, T: int = 128,
+              seed: int = 0, snapshot_steps=(), noise_prefix: float = 0.0) -> list[FitResult]:
+    """``[fit(classes, **v, seed=seed, ...) for v in variants]``, the same numbers, with each
+    training batch drawn once for all the variants (runs with one seed see the same batches).
+
+    ``variants`` is a list of dicts of :func:`fit`'s model and optimizer options
+    (:data:`MODEL_OPTIONS`); what is not given takes :func:`fit`'s default.
+    """
+    variants = list(variants)
+    if not variants:
+        raise ValueError("fit_group needs at least one variant")
+    defaults = dict(heads=1, pos=None, residual=False, init_std=0.0, optimizer="sgd", eta_y=1.0, eta_z=1.0)
+    runs = []
+    for v in variants:
+        if not isinstance(v, dict):
+            raise ValueError(f"each variant must be a dict of fit's options, got {type(v).__name__}")
+        unknown = sorted(set(v) - set(MODEL_OPTIONS))
+        if unknown:
+            raise ValueError(f"unknown variant option(s) {unknown}: use {MODEL_OPTIONS}")
+        o = {**defaults, **v}
+        positive("eta_y", o["eta_y"])
+        positive("eta_z", o["eta_z"])
+        if o["optimizer"] not in ("sgd", "adam"):
+            raise ValueError(f"unknown optimizer {o['optimizer']!r}: use 'sgd' or 'adam'")
+        runs.append(o)
     positive_int("steps", steps, minimum=0)
-    if optimizer not in ("sgd", "adam"):
-        raise ValueError(f"unknown optimizer {optimizer!r}: use 'sgd' or 'adam'")
-    model = ExtendedYZ(classes.M, heads=heads, pos=pos, residual=residual, init_std=init_std, seed=seed)
-    attn = [p for n, p in model.named_parameters() if n != "Y"]
-    groups = [{"params": [model.Y], "lr": eta_y}, {"params": attn, "lr": eta_z}]
-    opt = torch.optim.SGD(groups, momentum=0.9) if optimizer == "sgd" else torch.optim.Adam(groups)
+    fits = []
+    for o in runs:
+        model = ExtendedYZ(classes.M, heads=o["heads"], pos=o["pos"], residual=o["residual"],
+                           init_std=o["init_std"], seed=seed)
+        attn = [p for n, p in model.named_parameters() if n != "Y"]
+        groups = [{"params": [model.Y], "lr": o["eta_y"]}, {"params": attn, "lr": o["eta_z"]}]
+        opt = torch.optim.SGD(groups, momentum=0.9) if o["optimizer"] == "sgd" else torch.optim.Adam(groups)
+        fits.append((model, opt, [], {}, {}))
     g = torch.Generator().manual_seed(seed + 1)
-    losses, snaps, positions = [], {}, {}
     for step in range(steps + 1):
         if step in snapshot_steps:
-            c, b = class_attention(model, classes, T=T, noise_prefix=noise_prefix)
-            snaps[step], positions[step] = c.numpy(), b.numpy()
+            for model, _, _, snaps, positions in fits:
+                c, b = class_attention(model, classes, T=T, noise_prefix=noise_prefix)
+                snaps[step], positions[step] = c.numpy(), b.numpy()
         if step == steps:
             break
         b = sample(classes, batch, T, g, noise_prefix)
-        loss = F.cross_entropy(model(b.tokens)[0], b.labels)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return FitResult(model, np.array(losses), snaps, positions)
+        for model, opt, losses, _, _ in fits:
+            loss = F.cross_entropy(model(b.tokens)[0], b.labels)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+    return [FitResult(model, np.array(losses), snaps, positions) for model, _, losses, snaps, positions in fits]

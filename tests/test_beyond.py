@@ -67,3 +67,35 @@ def test_bad_tokens_and_fit_arguments():
         fit(syn_small(), optimizer="rmsprop", steps=1)
     with pytest.raises(ValueError, match="noise_prefix"):
         fit(syn_small(), noise_prefix=1.0, steps=1)
+
+
+def test_fit_group_gives_the_numbers_of_separate_fits():
+    """One batch per step shared by the variants: the same numbers as one fit() per variant."""
+    from scansnap.beyond import fit_group
+    cl = syn_small()
+    variants = [dict(), dict(pos="linear"), dict(pos="sinusoidal", residual=True),
+                dict(heads=2, init_std=0.1), dict(optimizer="adam", eta_y=0.1, eta_z=0.1)]
+    kw = dict(steps=6, batch=16, T=24, seed=5, snapshot_steps=[0, 6], noise_prefix=0.5)
+    group = fit_group(cl, variants, **kw)
+    assert len(group) == len(variants)
+    for v, g in zip(variants, group):
+        one = fit(cl, **v, **kw)
+        np.testing.assert_array_equal(g.losses, one.losses)
+        for step in (0, 6):
+            np.testing.assert_array_equal(g.snapshots[step], one.snapshots[step])
+            np.testing.assert_array_equal(g.positions[step], one.positions[step])
+        for (n, p), (_, q) in zip(g.model.named_parameters(), one.model.named_parameters()):
+            assert torch.equal(p, q), n
+
+
+@pytest.mark.parametrize("variants, msg", [
+    ([], "at least one variant"),
+    ([dict(lr=1.0)], "unknown variant option"),
+    (["linear"], "must be a dict"),
+    ([dict(optimizer="rmsprop")], "unknown optimizer"),
+    ([dict(eta_z=0.0)], "eta_z"),
+])
+def test_fit_group_rejects_bad_variants(variants, msg):
+    from scansnap.beyond import fit_group
+    with pytest.raises(ValueError, match=msg):
+        fit_group(syn_small(), variants, steps=1)
