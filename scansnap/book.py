@@ -27,12 +27,14 @@ from ._validate import default_device, set_default_device
 BOOK_DEVICE = "cpu"          # what device=None means in a chapter (see the rule above)
 
 
-def setup(threads: int = 2) -> None:
+def setup(threads: int = 1) -> None:
     """Figures inline as PNG, ``threads`` CPU threads for torch, and the book's device rule.
 
-    Two threads: the book is measured on a 2-core laptop CPU, and more threads than cores
-    make torch's OpenMP workers spin against each other. The default device becomes the CPU
-    (see the module's docstring): a chapter's printed numbers never depend on a GPU.
+    One thread: the chapters' tensors are small (models of at most a few hundred tokens), so a
+    second thread mostly waits, and on a machine whose cores are busy (a browser, a second
+    job) waiting threads made a chapter's runs up to 10x slower; the numbers are the same with
+    one thread or two. The default device becomes the CPU (see the module's docstring): a
+    chapter's printed numbers never depend on a GPU.
     """
     torch.set_num_threads(threads)
     set_default_device(BOOK_DEVICE)
