@@ -212,3 +212,51 @@ def test_decoder_rounds_refusals_name_the_rule():
         th.decoder_rounds(F, 1.0, 3, labels=[0, 1, 2])
     with pytest.raises(ValueError, match=r"^rounds must be an integer >= 0, got -1$"):
         th.decoder_rounds(F, 1.0, -1)
+
+
+# ---------------------------------------------------------------------------------------
+# Eq. 85: gamma(t) on float32 times is gamma on the same times in float64
+# ---------------------------------------------------------------------------------------
+
+def test_gamma_on_float32_times():
+    M, K, eta = 40, 3, 0.6
+    t32 = np.array([0.5, 7.7, 31.3, 200.9], np.float32)
+    t = t32.astype(float)
+    for discrete in (True, False):
+        s = np.ceil(t / K) if discrete else t / K
+        want = th.gamma_of_h(th.h_closed(s, M, eta), M)
+        np.testing.assert_allclose(th.gamma(t32, M, K, eta, discrete=discrete), want, rtol=1e-13, atol=0)
+
+
+# ---------------------------------------------------------------------------------------
+# population_dynamics: the times asked for, the shapes, a given start, the names of bad rates
+# ---------------------------------------------------------------------------------------
+
+def test_population_dynamics_returns_the_requested_times_and_start():
+    from scansnap import make_classes
+    c = make_classes(num_last=1, num_next_per_last=2, num_common=1, num_distinct=2)
+    M = c.M
+    rng = np.random.default_rng(8)
+    Y0, Z0 = 0.1 * rng.normal(size=(M, M)), 0.1 * rng.normal(size=(M, M))
+    sol = th.population_dynamics(c, 2.0, 0.5, t_end=1.5, t_eval=[0.0, 0.25, 1.5], Y0=Y0, Z0=Z0)
+    np.testing.assert_array_equal(sol.t, [0.0, 0.25, 1.5])
+    assert sol.Y.shape == sol.Z.shape == (3, M, M)
+    np.testing.assert_array_equal(sol.Y[0], Y0)
+    np.testing.assert_array_equal(sol.Z[0], Z0)
+    # a short Euler check of the first instant: dY/dt = eta_Y E[dJ/dY], dZ/dt = eta_Z E[dJ/dZ]
+    short = th.population_dynamics(c, 2.0, 0.5, t_end=1e-4, t_eval=[1e-4], Y0=Y0, Z0=Z0,
+                                   rtol=1e-10, atol=1e-13)
+    dY, dZ = th.expected_gradients(c, Y0, Z0)
+    np.testing.assert_allclose((short.Y[0] - Y0) / 1e-4, 2.0 * dY, atol=1e-4)
+    np.testing.assert_allclose((short.Z[0] - Z0) / 1e-4, 0.5 * dZ, atol=1e-4)
+    default = th.population_dynamics(c, 2.0, 0.5, t_end=1.0)
+    np.testing.assert_allclose(default.t, np.linspace(0, 1.0, 101), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("kw, name", [({"eta_y": 0.0}, "eta_y"), ({"eta_z": -1.0}, "eta_z"),
+                                      ({"t_end": 0.0}, "t_end")])
+def test_population_dynamics_names_a_bad_argument(kw, name):
+    from scansnap import syn_small
+    args = dict(eta_y=1.0, eta_z=1.0, t_end=1.0) | kw
+    with pytest.raises(ValueError, match=rf"^{name} must be a positive number"):
+        th.population_dynamics(syn_small(), **args)

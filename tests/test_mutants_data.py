@@ -1,0 +1,31 @@
+"""data.py: behaviours the mutation run showed no test pinned down (bench/MUTATION.md)."""
+import numpy as np
+import pytest
+
+from scansnap import syn_medium
+from scansnap.data import one_query
+
+
+def test_one_query_preset_weights_and_overlap():
+    """The Theorem 2(b) preset: common token weight 4.8 against 200 distinct tokens of weight 1,
+    so f_n^T f_n' = 4.8^2 / (4.8^2 + 200) ~ 0.1 and |lambda_1(E)| = 2 f_n^T f_n' ~ 0.2 (K = 3)."""
+    c = one_query()
+    assert (c.K, c.M) == (3, 605)
+    np.testing.assert_allclose(c.probs[:, c.common_tokens[0]], 4.8 / 204.8, rtol=1e-14)
+    for n in range(3):
+        np.testing.assert_allclose(c.probs[n, c.distinct_tokens(n)], 1 / 204.8, rtol=1e-14)
+    f = c.probs / np.linalg.norm(c.probs, axis=1, keepdims=True)      # f_n at Z = 0
+    overlap = f[0] @ f[1]
+    assert overlap == pytest.approx(4.8 ** 2 / (4.8 ** 2 + 200), rel=1e-14)
+    assert overlap == pytest.approx(0.1, abs=0.005)
+
+
+def test_psi_inverse_of_every_token_and_out_of_range():
+    c = syn_medium(3)
+    # token 0 (a common token) is a valid id and no class's query: no classes
+    assert c.psi_inverse(0).size == 0
+    assert sum(c.psi_inverse(m).size for m in range(c.M)) == c.K
+    with pytest.raises(ValueError, match=r"^query token 79 out of range \[0, 79\)$"):
+        c.psi_inverse(c.M)
+    with pytest.raises(ValueError, match=r"^query token -1 out of range \[0, 79\)$"):
+        c.psi_inverse(-1)
