@@ -29,3 +29,22 @@ def test_psi_inverse_of_every_token_and_out_of_range():
         c.psi_inverse(c.M)
     with pytest.raises(ValueError, match=r"^query token -1 out of range \[0, 79\)$"):
         c.psi_inverse(-1)
+
+
+def test_support_table_pads_with_a_token_of_the_class():
+    """Slots past a class's own tokens are copies of a real token of that class (SupportTable's
+    promise), never a token outside its support, and they never get a count."""
+    import torch
+    from scansnap import SequenceClasses
+    from scansnap.data import sample_support, support_table
+    probs = np.zeros((2, 6))
+    probs[0, [1, 2, 3]] = [0.2, 0.3, 0.5]
+    probs[1, 4] = 1.0                                  # no shared tokens; class 1 has one token
+    c = SequenceClasses(probs, np.array([5, 5]), np.array([0, 2]))
+    t = support_table(c)
+    assert (t.n_shared, t.own_width) == (0, 3)
+    for n in range(2):
+        supp = set(np.flatnonzero(probs[n] > 0).tolist())
+        assert set(t.cols[n].tolist()) <= supp
+    sb = sample_support(c, 8, 5, [torch.Generator().manual_seed(0)], t)
+    assert torch.all(sb.counts[0][sb.classes[0] == 1][:, 1:] == 0)
