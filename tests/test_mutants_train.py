@@ -1,4 +1,5 @@
 """train.py: behaviours the mutation run showed no test pinned down (bench/MUTATION.md)."""
+import re
 import warnings
 
 import numpy as np
@@ -69,3 +70,46 @@ def test_default_seed_is_the_signatures_0():
     b = train(syn_small(), seeds=0, steps=3, batch=4, T=8)
     assert a.seed.tolist() == [0]
     np.testing.assert_array_equal(a.loss, b.loss)
+
+
+def test_progress_bar_counts_the_steps_out_of_the_total(capsys):
+    train(syn_small(), eta_y=[1.0, 2.0], seeds=0, steps=7, batch=4, T=8, progress=True)
+    err = capsys.readouterr().err
+    assert re.search(r"training 2 runs: +\d+%\|.*\| \d/7 ", err), err   # n/total: the total is the steps
+
+
+class _Ticks:
+    def __init__(self):
+        self.n = 0
+
+    def update(self, k):
+        self.n += k
+
+
+@pytest.mark.parametrize("path", ["counts", "support", "tokens"])
+def test_a_given_progress_bar_advances_one_tick_per_step(path):
+    ticks = _Ticks()
+    grad = "autograd" if path == "tokens" else "lemma1"
+    train(syn_small(), steps=6, batch=4, T=8, path=path, grad=grad, progress=ticks)
+    assert ticks.n == 6
+
+
+def test_grad_option_picks_lemma1_or_autograd(monkeypatch):
+    """grad='lemma1' computes the gradients by Lemma 1's closed form (YZModel.lemma1_grads),
+    grad='autograd' by backpropagation; both give the same training to rounding (float64)."""
+    from scansnap.model import YZModel
+    calls = []
+    orig = YZModel.lemma1_grads
+
+    def spy(self, *a, **k):
+        calls.append(1)
+        return orig(self, *a, **k)
+    monkeypatch.setattr(YZModel, "lemma1_grads", spy)
+    import torch
+    kw = dict(eta_y=[0.5, 2.0], seeds=3, steps=4, batch=8, T=16, init="default", dtype=torch.float64)
+    a = train(syn_small(), grad="lemma1", **kw)
+    assert len(calls) == 4
+    b = train(syn_small(), grad="autograd", **kw)
+    assert len(calls) == 4
+    np.testing.assert_allclose(a.loss, b.loss, rtol=1e-12, atol=0)
+    torch.testing.assert_close(a.Z, b.Z, rtol=1e-10, atol=1e-12)
