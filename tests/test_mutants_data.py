@@ -48,3 +48,30 @@ def test_support_table_pads_with_a_token_of_the_class():
         assert set(t.cols[n].tolist()) <= supp
     sb = sample_support(c, 8, 5, [torch.Generator().manual_seed(0)], t)
     assert torch.all(sb.counts[0][sb.classes[0] == 1][:, 1:] == 0)
+
+
+def test_counts_from_tokens_names_what_it_got():
+    import torch
+    from scansnap import counts_from_tokens
+    with pytest.raises(ValueError, match=r"^tokens must be a tensor of integer token ids \(\.\.\., T\), "
+                                         r"got torch\.float32$"):
+        counts_from_tokens(torch.zeros(2, 3), 5)
+    with pytest.raises(ValueError, match=r"^tokens must be a tensor of integer token ids \(\.\.\., T\), got list$"):
+        counts_from_tokens([[0, 1, 2]], 5)
+
+
+def test_class_table_shape_and_id_checks():
+    from scansnap import SequenceClasses, make_classes
+    with pytest.raises(ValueError, match=r"^probs must be a \(K, M\) table with K >= 1, M >= 2; got shape \(1, 1\)$"):
+        SequenceClasses([[1.0]], [0], [0])
+    with pytest.raises(ValueError, match=r"^probs must be a \(K, M\) table with K >= 1, M >= 2; got shape \(0, 4\)$"):
+        SequenceClasses(np.zeros((0, 4)), [], [])
+    # ids given as integral floats are token ids; a fraction is refused
+    c = SequenceClasses([[0.5, 0.5, 0, 0], [0, 0.5, 0.5, 0]], [3.0, 3.0], [0.0, 1.0])
+    assert c.query.dtype == np.int64 and c.query.tolist() == [3, 3] and c.next_token.tolist() == [0, 1]
+    with pytest.raises(ValueError, match=r"^query token ids must be integers; got \[3\.5, 3\.0\]$"):
+        SequenceClasses([[0.5, 0.5, 0, 0], [0, 0.5, 0.5, 0]], [3.5, 3.0], [0, 1])
+    with pytest.raises(ValueError, match=r"^num_last must be an integer >= 1, got 0$"):
+        make_classes(0)
+    with pytest.raises(ValueError, match=r"^num_next_per_last must be an integer >= 1, got 0$"):
+        make_classes(2, 0)

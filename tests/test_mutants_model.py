@@ -72,3 +72,10 @@ def test_support_path_refuses_a_residual_model_by_name():
     c = syn_small()
     with pytest.raises(ValueError, match=r"^the support path has no residual connection: use path='counts'$"):
         SupportYZ(YZModel(c.M, 1, residual=True), c, support_table(c))
+
+
+def test_yzmodel_names_a_bad_run_count_and_vocabulary():
+    with pytest.raises(ValueError, match=r"^runs must be an integer >= 1, got 0$"):
+        YZModel(5, 0)
+    with pytest.raises(ValueError, match=r"^M \(vocabulary size\) must be an integer >= 2, got 1$"):
+        YZModel(1, 1)
