@@ -75,3 +75,17 @@ def test_class_table_shape_and_id_checks():
         make_classes(0)
     with pytest.raises(ValueError, match=r"^num_next_per_last must be an integer >= 1, got 0$"):
         make_classes(2, 0)
+
+
+def test_class_table_is_read_only_int_ids_and_names_bad_entries():
+    from scansnap import SequenceClasses
+    c = SequenceClasses([[0.5, 0.5, 0, 0], [0, 0.5, 0.5, 0]], [3, 3], [0, 1])
+    for a in (c.probs, c.query, c.next_token):
+        assert isinstance(a, np.ndarray) and not a.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            a[0] = 0
+    assert c.next_token.dtype == np.int64
+    with pytest.raises(ValueError, match=r"^P\(l=1 \| class 0\) is not finite: nan$"):
+        SequenceClasses([[0.5, np.nan, 0, 0], [0, 0.5, 0.5, 0]], [3, 3], [0, 1])
+    with pytest.raises(ValueError, match=r"^next token 0 is listed twice \(classes 0 and 1\)$"):
+        SequenceClasses([[0.5, 0.5, 0, 0], [0, 0.5, 0.5, 0]], [3, 3], [0, 0])
