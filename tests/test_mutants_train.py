@@ -1,10 +1,12 @@
 """train.py: behaviours the mutation run showed no test pinned down (bench/MUTATION.md)."""
+import pathlib
 import re
 import warnings
 
 import numpy as np
 import pytest
 
+import scansnap
 from scansnap import syn_small, train
 from scansnap.train import DivergenceWarning, _divergence_report
 
@@ -49,7 +51,10 @@ def test_divergence_warning_points_at_the_caller_of_train():
                     init="default")
     div = [x for x in w if issubclass(x.category, DivergenceWarning)]
     np.testing.assert_array_equal(res.diverged, [False, True])
-    assert len(div) == 1 and div[0].filename == __file__
+    # attributed to the code that called train, not to a line of the package (mutmut's copy
+    # wraps every function in extra frames, so the test asks "outside the package", not "this file")
+    pkg = pathlib.Path(scansnap.__file__).resolve().parent
+    assert len(div) == 1 and not pathlib.Path(div[0].filename).resolve().is_relative_to(pkg)
 
 
 def test_duplicate_runs_message_names_each_rate_and_the_seed():
