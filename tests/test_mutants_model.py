@@ -79,3 +79,11 @@ def test_yzmodel_names_a_bad_run_count_and_vocabulary():
         YZModel(5, 0)
     with pytest.raises(ValueError, match=r"^M \(vocabulary size\) must be an integer >= 2, got 1$"):
         YZModel(1, 1)
+
+
+def test_embedding_transformer_names_a_bad_vocabulary_and_dropout():
+    from scansnap.model import EmbeddingTransformer
+    with pytest.raises(ValueError, match=r"^vocab must be an integer >= 2, got 1$"):
+        EmbeddingTransformer(1, d=8, d_hidden=8)
+    with pytest.raises(ValueError, match=r"^dropout must be in \[0, 1\), got 1\.0$"):
+        EmbeddingTransformer(10, d=8, d_hidden=8, dropout=1.0)
