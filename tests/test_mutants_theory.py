@@ -260,3 +260,20 @@ def test_population_dynamics_names_a_bad_argument(kw, name):
     args = dict(eta_y=1.0, eta_z=1.0, t_end=1.0) | kw
     with pytest.raises(ValueError, match=rf"^{name} must be a positive number"):
         th.population_dynamics(syn_small(), **args)
+
+
+# ---------------------------------------------------------------------------------------
+# Eq. 33: h*(s) for M = 2 and s = 0, and its arguments named
+# ---------------------------------------------------------------------------------------
+
+def test_h_star_edges_and_names():
+    np.testing.assert_array_equal(th.h_star(0, 5, 1.0), [0.0])
+    # M = 2: h*(1) = eta / (1 + e^0) = eta / 2, h*(2) = h*(1) + eta / (1 + e^{2 h*(1)})
+    h = th.h_star(2, 2, 0.8)
+    assert h[1] == pytest.approx(0.4, rel=1e-15) and h[2] == pytest.approx(0.4 + 0.8 / (1 + np.exp(0.8)), rel=1e-15)
+    with pytest.raises(ValueError, match=r"^steps must be an integer >= 0, got -1$"):
+        th.h_star(-1, 5, 1.0)
+    with pytest.raises(ValueError, match=r"^M must be an integer >= 2, got 1$"):
+        th.h_star(3, 1, 1.0)
+    with pytest.raises(ValueError, match=r"^eta_y must be a positive number, got 0"):
+        th.h_star(3, 5, 0.0)
