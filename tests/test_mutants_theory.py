@@ -277,3 +277,13 @@ def test_h_star_edges_and_names():
         th.h_star(3, 1, 1.0)
     with pytest.raises(ValueError, match=r"^eta_y must be a positive number, got 0"):
         th.h_star(3, 5, 0.0)
+
+
+def test_omega1_refuses_every_M_below_4_by_name():
+    for M in (1, 2, 3):
+        with pytest.raises(ValueError, match=rf"^M must be an integer >= [24], got {M}"):
+            th.omega1(M)
+    for M in (2, 3):                       # valid M elsewhere, but Lemma 8's zero needs M >= 4
+        with pytest.raises(ValueError, match=rf"^M must be an integer >= 4, got {M}: exp\(Mh\) - \(M-1\)Mh has no "
+                                             r"zero for M < 4, so Lemma 8's omega_1 does not exist$"):
+            th.omega1(M)
