@@ -287,3 +287,22 @@ def test_omega1_refuses_every_M_below_4_by_name():
         with pytest.raises(ValueError, match=rf"^M must be an integer >= 4, got {M}: exp\(Mh\) - \(M-1\)Mh has no "
                                              r"zero for M < 4, so Lemma 8's omega_1 does not exist$"):
             th.omega1(M)
+
+
+def test_transition_time_names_K_and_eta_y():
+    with pytest.raises(ValueError, match=r"^K must be an integer >= 1, got 0$"):
+        th.transition_time(10, 0, 1.0)
+    with pytest.raises(ValueError, match=r"^eta_y must be a positive number, got -2"):
+        th.transition_time(10, 3, -2.0)
+
+
+def test_E_matrices_in_float64_for_a_float32_F():
+    """E = F^T F - I and E' = I - (I + E)^-1 (the book's erratum 1) from a float32 F are computed on
+    its values in float64 (the precision Theorem 1's coefficients need), as for a float64 F."""
+    F32 = _unit_columns(40, 4, 2).astype(np.float32)
+    F = F32.astype(float)
+    E32, Ep32 = th.E_matrices(F32)
+    E, Ep = th.E_matrices(F)
+    assert E32.dtype == Ep32.dtype == np.float64
+    np.testing.assert_allclose(E32, F.T @ F - np.eye(4), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(Ep32, Ep, rtol=0, atol=1e-14)
