@@ -306,3 +306,8 @@ def test_E_matrices_in_float64_for_a_float32_F():
     assert E32.dtype == Ep32.dtype == np.float64
     np.testing.assert_allclose(E32, F.T @ F - np.eye(4), rtol=0, atol=1e-15)
     np.testing.assert_allclose(Ep32, Ep, rtol=0, atol=1e-14)
+
+
+def test_modified_decoder_dynamics_names_a_bad_rate():
+    with pytest.raises(ValueError, match=r"^eta_y must be a positive number, got 0"):
+        th.modified_decoder_dynamics(_unit_columns(6, 2, 0), [0, 1], 0.0)
