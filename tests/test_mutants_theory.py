@@ -311,3 +311,26 @@ def test_E_matrices_in_float64_for_a_float32_F():
 def test_modified_decoder_dynamics_names_a_bad_rate():
     with pytest.raises(ValueError, match=r"^eta_y must be a positive number, got 0"):
         th.modified_decoder_dynamics(_unit_columns(6, 2, 0), [0, 1], 0.0)
+
+
+def test_theorem1_coefficients_both_forms_term_by_term_and_xi_default():
+    """iota_n = q1 (1 - E'_nn) - q0 sum_{k != n} E'_kn; beta_nn' = q1 E'_nn' - q0 (1 - sum_{k != n} E'_kn')
+    (derived) or q1 E'_nn' + q0 (1 + sum_{k != n} E'_kn') (as printed, the book's erratum 2), with
+    q1 = zeta_i . zeta_i and q0 = zeta_j . zeta_i; xi_n = sum_{n'} beta_nn' f_n . f_n' (gamma 1)."""
+    M, K = 25, 4
+    F = _unit_columns(M, K, 9)
+    _, Ep = th.E_matrices(F)
+    q1, q0 = th.zeta(M, 0) @ th.zeta(M, 0), th.zeta(M, 1) @ th.zeta(M, 0)
+    for n in range(K):
+        others = [k for k in range(K) if k != n]
+        iota, beta = th.theorem1_coefficients(F, n, M)
+        iota_p, beta_p = th.theorem1_coefficients(F, n, M, printed=True)
+        assert iota == pytest.approx(q1 * (1 - Ep[n, n]) - q0 * sum(Ep[k, n] for k in others), rel=1e-12)
+        assert iota_p == iota
+        for m in range(K):
+            s = sum(Ep[k, m] for k in others)
+            want = 0.0 if m == n else q1 * Ep[n, m] - q0 * (1 - s)
+            want_p = 0.0 if m == n else q1 * Ep[n, m] + q0 * (1 + s)
+            assert beta[m] == pytest.approx(want, rel=1e-12, abs=1e-15)
+            assert beta_p[m] == pytest.approx(want_p, rel=1e-12, abs=1e-15)
+        assert th.xi(F, n, M) == pytest.approx(sum(beta[m] * F[:, n] @ F[:, m] for m in others), rel=1e-12)
