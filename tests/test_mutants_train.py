@@ -118,3 +118,13 @@ def test_grad_option_picks_lemma1_or_autograd(monkeypatch):
     assert len(calls) == 4
     np.testing.assert_allclose(a.loss, b.loss, rtol=1e-12, atol=0)
     torch.testing.assert_close(a.Z, b.Z, rtol=1e-10, atol=1e-12)
+
+
+def test_batched_optimizer_refuses_a_zero_or_nan_rate_naming_the_run():
+    import torch
+    from scansnap.train import BatchedOptimizer
+    p = torch.zeros(3, 2, 2)
+    with pytest.raises(ValueError, match=r"^parameter 0: learning rate of run 1 must be a positive number, got 0\.0$"):
+        BatchedOptimizer([(p, torch.tensor([0.1, 0.0, 0.2]))])
+    with pytest.raises(ValueError, match=r"^parameter 1: learning rate of run 2 must be a positive number, got nan$"):
+        BatchedOptimizer([(p, torch.tensor([0.1, 0.1, 0.2])), (p, torch.tensor([0.1, 0.1, float("nan")]))])
