@@ -75,7 +75,7 @@ def test_every_chapter_has_the_same_install_cell():
         assert cell.source == first, f"{ch}: install cell differs from the others"
         assert "remove-cell" in cell.metadata.get("tags", []), ch   # the page shows no empty toggle
     assert "SCANSNAP_SOURCE" in first and f"git+{url}@v{version}\"" in first
-    assert "scansnap.book.setup()" in first  # figures as PNG (not their text repr), 2 threads
+    assert "scansnap.book.setup()" in first  # figures as PNG (not their text repr), 1 thread
 
 
 def _torch_closure() -> list:
