@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The checks that need a GPU machine (none of `make test` does), run from the repository root
+# there with a Python that has a CUDA torch:
+#   tools/gpu_check.sh tests   # `pytest tests` (tests/test_cuda.py runs, the rest as on a CPU) and strict
+#                              # nbval of every chapter with CUDA present (the book's device rule)
+#   tools/gpu_check.sh bench   # bench/bench_gpu.py: Fig. 6, Fig. 10, `reproduce all` on CUDA vs the CPU
+# Logs go to $OUT (or ./gpu_out). A machine with no package index: put the wheels of the
+# project's pinned stack (requirements.txt; not torch) in .whl/ and they are installed first.
+# Skipped here: the browser tests (no Chromium), the fresh-install and ipywidgets 7 tests (they
+# build new environments from the package index).
+set -u
+OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
+PY=${PYTHON:-python3}
+if ls .whl/*.whl >/dev/null 2>&1; then
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || { echo "wheel install failed"; exit 3; }
+  export PYTHONPATH=/tmp/site:$PWD
+else
+  export PYTHONPATH=$PWD
+fi
+export PYTHONUNBUFFERED=1 OMP_WAIT_POLICY=PASSIVE
+# only the plugins named here: the machine's own (xdist, benchmark, ...) were built for other pytests
+export PYTEST_DISABLE_PLUGIN_AUTOLOAD=1
+{
+  date -u; nvidia-smi -L 2>&1; $PY -c 'import sys, torch, numpy; print(sys.version.split()[0], "torch", torch.__version__,
+"cuda", torch.version.cuda, torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "",
+"numpy", numpy.__version__)'
+  $PY -m pip list 2>/dev/null | grep -iE "^(scipy|sympy|matplotlib|pandas|ipykernel|nbval|pytest) "
+} 2>&1 | tee "$OUT/env.txt"
+
+case "${1:-tests}" in
+tests)
+  start=$(date +%s)
+  ls book/*.ipynb | xargs -P 5 -I{} sh -c \
+    'timeout 420 '"$PY"' -m pytest -p nbval.plugin --nbval --nbval-sanitize-with tests/sanitize.cfg -p no:cacheprovider -q "{}" \
+       > /tmp/nbval_$(basename "{}" .ipynb).log 2>&1; echo "$? {}" >> /tmp/nbval_rc.txt' &
+  nb=$!
+  timeout 480 $PY -m pytest tests -p no:cacheprovider -q -rs --durations=15 \
+    --ignore=tests/test_browser.py --ignore=tests/test_live_browser.py \
+    --ignore=tests/test_fresh_install.py --ignore=tests/test_widgets7.py > "$OUT/pytest.log" 2>&1
+  echo "pytest tests: exit $? after $(( $(date +%s) - start )) s" | tee -a "$OUT/pytest.log"
+  wait $nb
+  echo "nbval: done after $(( $(date +%s) - start )) s" > "$OUT/nbval.log"
+  sort -k2 /tmp/nbval_rc.txt >> "$OUT/nbval.log"
+  for f in /tmp/nbval_*.log; do echo "=== $f"; tail -n 25 "$f"; done >> "$OUT/nbval.log"
+  tail -n 5 "$OUT/pytest.log"; head -n 12 "$OUT/nbval.log"
+  grep -h "passed\|failed" /tmp/nbval_*.log | tail -n 12
+  ;;
+bench)
+  timeout 560 $PY bench/bench_gpu.py --write "$OUT/gpu.md" --json "$OUT/gpu.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log" | tail -n 60
+  ;;
+*) echo "usage: tools/gpu_check.sh tests|bench"; exit 2 ;;
+esac
