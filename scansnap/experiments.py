@@ -169,6 +169,7 @@ def lowest_attention(model, x):
     ``model(x)[1][0]`` without the layers above and the decoder (a (B*T, vocab) product)."""
     import math
     B, T = x.shape
+    x = x.to(model.U.weight.device)                    # token ids may come from the CPU
     h = model.U(x) * math.sqrt(model.d)
     if model.pe is not None:
         h = h + model.pe[:T]

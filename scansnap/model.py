@@ -241,13 +241,26 @@ class SelfAttention(nn.Module):
         return self.W_O(y), attn
 
 
+class Dropout(nn.Dropout):
+    """``nn.Dropout`` whose mask is ``bernoulli_`` on every device: what ``F.dropout`` computes on
+    the CPU (bit for bit), and on CUDA what the batched trainer ``scansnap.lm.train_lms`` draws
+    from each run's generator (CUDA's fused dropout kernel consumes the random stream
+    differently, so with it the Fig. 10 runs would differ batched and one at a time)."""
+
+    def forward(self, x):
+        if not self.training or self.p == 0:
+            return x
+        noise = torch.empty_like(x).bernoulli_(1 - self.p)
+        return x * noise.div_(1 - self.p)
+
+
 class Block(nn.Module):
     def __init__(self, d, heads, d_hidden, dropout):
         super().__init__()
         self.attn = SelfAttention(d, heads)
         self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.ff = nn.Sequential(nn.Linear(d, d_hidden), nn.ReLU(), nn.Linear(d_hidden, d))
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(self, x, mask):
         a, attn = self.attn(x, mask)
@@ -289,7 +302,7 @@ class EmbeddingTransformer(nn.Module):
         self.register_buffer("pe", sinusoidal_encoding(max_len, d) if positional else None)
         self.blocks = nn.ModuleList(Block(d, heads, d_hidden, dropout) for _ in range(layers))
         self.decoder = nn.Linear(d, vocab)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         # the PyTorch LM tutorial's init (the authors' decoder_wiki.py follows it): with N(0, 1)
         # embeddings times sqrt(d) the attention would start saturated
         nn.init.uniform_(self.U.weight, -0.1, 0.1)

@@ -8,6 +8,21 @@ import torch
 torch.set_num_threads(int(os.environ.get("SCANSNAP_TEST_THREADS", "2")))
 
 
+@pytest.fixture(autouse=True)
+def _tests_compute_on_the_cpu(request):
+    """The suite's numbers are the CPU's on every machine: in a test, device=None means the CPU.
+    (With CUDA present the package's "auto" would train on the GPU, whose random streams and
+    sums differ, and the bit-for-bit tests would compare another computation.) CUDA is tested
+    where it is named: tests/test_cuda.py. Tests of the device rule itself opt out with
+    @pytest.mark.device_rule."""
+    if request.node.get_closest_marker("device_rule"):
+        yield
+        return
+    from scansnap._validate import default_device
+    with default_device("cpu"):
+        yield
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)

@@ -29,7 +29,7 @@ def test_reproduce_fig4(tmp_path):
 
 
 def test_reproduce_fig6_small(tmp_path):
-    r = run("reproduce", "fig6", "--out", str(tmp_path), "--seeds", "1,2", "--steps", "5")
+    r = run("reproduce", "fig6", "--out", str(tmp_path), "--seeds", "1,2", "--steps", "5", "--device", "cpu")
     assert r.returncode == 0, r.stderr
     rows = list(csv.DictReader(open(tmp_path / "fig6.csv")))
     assert len(rows) == 4 * 4 * 4 * 2

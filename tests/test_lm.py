@@ -109,3 +109,20 @@ def test_lowest_attention_is_the_models_first_map(data):
         m = train_lm(tr, len(vocab), steps=2, layers=layers, heads=2, d=32, d_hidden=32).model.eval()
         with torch.no_grad():
             assert torch.equal(ex.lowest_attention(m, x), m(x)[1][0])
+
+
+def test_dropout_is_torchs_on_the_cpu_bit_for_bit():
+    """scansnap.model.Dropout (the mask drawn by bernoulli_, as train_lms draws it on every device)
+    == nn.functional.dropout on the CPU: the same mask from the same seed, the same gradient."""
+    from scansnap.model import Dropout
+    x = torch.randn(4, 9, 16, dtype=torch.float64, requires_grad=True)
+    for p in (0.2, 0.5):
+        torch.manual_seed(3)
+        a = torch.nn.functional.dropout(x, p, training=True)
+        (ga,) = torch.autograd.grad(a.square().sum(), x)
+        torch.manual_seed(3)
+        b = Dropout(p)(x)
+        (gb,) = torch.autograd.grad(b.square().sum(), x)
+        assert torch.equal(a, b) and torch.equal(ga, gb)
+        assert 0 < (b == 0).float().mean() < 1
+    assert torch.equal(Dropout(0.5).eval()(x), x) and torch.equal(Dropout(0.0)(x), x)

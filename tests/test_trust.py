@@ -26,6 +26,7 @@ def _restore_default_device():
 # The device rule
 # ---------------------------------------------------------------------------------------
 
+@pytest.mark.device_rule
 def test_default_device_is_auto_and_none_follows_it(monkeypatch):
     assert V.get_default_device() == "auto"
     assert V.resolve_device(None) == V.resolve_device("auto")
@@ -35,6 +36,7 @@ def test_default_device_is_auto_and_none_follows_it(monkeypatch):
     assert V.resolve_device(None) == torch.device("cpu")
 
 
+@pytest.mark.device_rule
 def test_book_setup_puts_the_chapters_on_the_cpu_even_with_a_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     threads = torch.get_num_threads()
@@ -52,6 +54,7 @@ def test_book_setup_puts_the_chapters_on_the_cpu_even_with_a_gpu(monkeypatch):
     assert V.get_default_device() == "cpu"                       # restored after an error too
 
 
+@pytest.mark.device_rule
 def test_interactive_device_without_cuda_is_the_cpu_and_trains_there():
     V.set_default_device("cpu")
     if torch.cuda.is_available():
@@ -62,6 +65,7 @@ def test_interactive_device_without_cuda_is_the_cpu_and_trains_there():
     assert res.config["device"] == "cpu"
 
 
+@pytest.mark.device_rule
 def test_bad_default_devices():
     with pytest.raises(ValueError, match="unknown device 'tpu'"):
         V.set_default_device("tpu")
