@@ -112,11 +112,14 @@ def test_support_training_equals_counts_training(optimizer, init, normalize):
               optimizer=optimizer, init=init, normalize=normalize, snapshot_steps=[0, 13, 40], dtype=torch.float64)
     a, b = train(c, path="counts", **kw), train(c, path="support", **kw)
     assert a.config["path"] == "counts" and b.config["path"] == "support"
-    np.testing.assert_allclose(b.loss, a.loss, atol=1e-10, rtol=0)
-    torch.testing.assert_close(b.Y, a.Y, atol=1e-10, rtol=1e-10)   # Adam's Y grows to ~20
-    torch.testing.assert_close(b.Z, a.Z, atol=1e-10, rtol=1e-10)
+    # Adam divides by sqrt(v): float64 rounding of the two summation orders reached 4e-10 on one
+    # element of Z on another CPU (16 cores, torch 2.11); SGD stays under 1e-10. A wrong term is >1e-3.
+    tol = 1e-8 if optimizer == "adam" else 1e-10
+    np.testing.assert_allclose(b.loss, a.loss, atol=tol, rtol=0)
+    torch.testing.assert_close(b.Y, a.Y, atol=tol, rtol=tol)   # Adam's Y grows to ~20
+    torch.testing.assert_close(b.Z, a.Z, atol=tol, rtol=tol)
     for s in (0, 13, 40):
-        torch.testing.assert_close(b.snapshots[s], a.snapshots[s], atol=1e-10, rtol=1e-10)
+        torch.testing.assert_close(b.snapshots[s], a.snapshots[s], atol=tol, rtol=tol)
 
 
 def test_paths_and_their_limits():
