@@ -115,13 +115,38 @@ def fig10_precision_section(rec, runs=((5.0, 1), (5.0, 2), (1.0, 1))):
         for (lr, seed), got in zip(runs, many):
             one = train_lm(tr, len(vocab), layers=1, lr=lr, seed=seed, steps=steps, device=DEV, dtype=dtype)
             d_loss = max(d_loss, float(np.abs(got.loss - one.loss).max()))
-            d_w = max(d_w, max(float((p - q).abs().max()) for p, q in zip(got.model.parameters(), one.model.parameters())))
+            d_w = max(d_w, max(float((p - q).detach().abs().max()) for p, q in zip(got.model.parameters(), one.model.parameters())))
             d_ent = max(d_ent, abs(validation_attention_entropy(got.model.float(), va)
                                    - validation_attention_entropy(one.model.float(), va)))
         out[str(dtype).replace("torch.", "")] = {"loss": d_loss, "weights": d_w, "entropy": d_ent}
         print(f"fig10 batched vs one at a time, {dtype}: loss {d_loss:.1e}, weights {d_w:.1e}, entropy {d_ent:.1e}",
               flush=True)
     rec["fig10_precision"] = {"runs": [list(r) for r in runs], "steps": steps, "max_diff": out}
+
+
+def fig10_divergence_section(rec, runs=((5.0, 1), (1.0, 2)), marks=(0, 1, 2, 5, 10, 20, 50, 100, 200, 299)):
+    """Where batched and one-at-a-time part, step by step (float64, full size): with dropout and
+    without. A jump at one step points at a different random draw; a steady growth from
+    rounding points at chaos (nearby trajectories of SGD separating)."""
+    from scansnap.experiments import FIG10, wikitext_data
+    from scansnap.lm import train_lm, train_lms
+    tr, _, vocab = wikitext_data("shipped")
+    steps = QUICK.get("fig10", {}).get("steps", FIG10["steps"])
+    out = {}
+    for p in (0.2, 0.0):
+        many = train_lms(tr, len(vocab), [r[0] for r in runs], [r[1] for r in runs], layers=1, steps=steps,
+                         device=DEV, dtype=torch.float64, dropout=p)
+        diffs = []
+        for (lr, seed), got in zip(runs, many):
+            one = train_lm(tr, len(vocab), layers=1, lr=lr, seed=seed, steps=steps, device=DEV,
+                           dtype=torch.float64, dropout=p)
+            diffs.append(np.abs(got.loss - one.loss))
+        d = np.max(diffs, 0)
+        first = int(np.argmax(d > 1e-9)) if np.any(d > 1e-9) else None
+        out[str(p)] = {"first_step_over_1e-9": first, "at": {int(k): float(d[k]) for k in marks if k < steps}}
+        print(f"dropout {p}: first step with |loss diff| > 1e-9: {first}; "
+              + ", ".join(f"{k}: {d[k]:.0e}" for k in marks if k < steps), flush=True)
+    rec["fig10_divergence"] = {"runs": [list(r) for r in runs], "by_dropout": out}
 
 
 def vocab_section(rec, vocabs, steps=30):
@@ -191,6 +216,13 @@ def report(rec) -> str:
               "| dtype | final-step losses | weights | validation entropy |", "|---|---|---|---|",
               *[f"| {k} | {v['loss']:.1e} | {v['weights']:.1e} | {v['entropy']:.1e} |" for k, v in p["max_diff"].items()],
               ""]
+    if "fig10_divergence" in rec:
+        v = rec["fig10_divergence"]
+        L += [f"Step by step (float64, runs {v['runs']}), largest |loss difference| of batched vs one at a time:", "",
+              "| dropout | first step over 1e-9 | " + " | ".join(f"step {k}" for k in next(iter(v['by_dropout'].values()))['at'])
+              + " |", "|---" * (2 + len(next(iter(v['by_dropout'].values()))['at'])) + "|",
+              *[f"| {p} | {x['first_step_over_1e-9']} | " + " | ".join(f"{y:.0e}" for y in x["at"].values()) + " |"
+                for p, x in v["by_dropout"].items()], ""]
     if "vocab" in rec:
         L += ["**One training step against the vocabulary** (1 layer, batch 20 x 35, CUDA):", "",
               "| V | matmul | ms a step | GFLOP a step | TFLOP/s |", "|---|---|---|---|---|",
@@ -211,7 +243,7 @@ def main():
     ap.add_argument("--all-out", default="/tmp/scansnap_all_cuda", help="--out of `reproduce all`")
     ap.add_argument("--cpu-steps", type=int, default=20, help="CPU steps timed for Fig. 10's extrapolation")
     ap.add_argument("--vocab", type=int, nargs="*", default=[10111, 33278, 267735])
-    ap.add_argument("--only", nargs="*", default=["fig6", "fig10", "fig10_precision", "vocab", "all"])
+    ap.add_argument("--only", nargs="*", default=["fig6", "fig10", "fig10_precision", "fig10_divergence", "vocab", "all"])
     ap.add_argument("--quick", action="store_true", help="a few steps of everything (to check the script)")
     a = ap.parse_args()
     if a.quick:
@@ -225,6 +257,7 @@ def main():
                        "numpy": np.__version__, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}}
     steps = [("fig6", lambda: fig6_section(rec)), ("fig10", lambda: fig10_section(rec, a.cpu_steps)),
              ("fig10_precision", lambda: fig10_precision_section(rec)),
+             ("fig10_divergence", lambda: fig10_divergence_section(rec)),
              ("vocab", lambda: vocab_section(rec, a.vocab)),
              ("all", lambda: None if a.no_all else all_section(rec, a.all_out))]
     for name, fn in steps:
