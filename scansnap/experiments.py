@@ -202,7 +202,10 @@ def fig10(lrs=FIG10["lrs"], seeds=FIG10["seeds"], steps=FIG10["steps"], device=N
     Rows (lr, seed, entropy, mean training loss of the last 20 steps), one per run. The runs
     are trained as one batched program (``scansnap.lm.train_lms``) where that is faster (on
     a GPU; ``batched=None`` decides by device) and one at a time otherwise (on a CPU the
-    batched program is slower: see bench/RESULTS.md); both compute the same numbers.
+    batched program is slower: see bench/RESULTS.md); both do the same arithmetic (equal to
+    rounding over a few steps, tested), but 300 SGD steps at these rates amplify rounding to
+    the spread between seeds, so the two give different rows, equally valid (see
+    :mod:`scansnap.lm`).
     """
     from ._validate import resolve_device
     from .lm import _runs, train_lm, train_lms

@@ -4,7 +4,12 @@
 gradient clipping, dropout). ``train_lms`` trains R such models with their own rates and
 seeds as one batched tensor program: every weight gets a leading run axis, each run keeps
 its own random stream for dropout, and every run computes what ``train_lm`` computes for
-it (``tests/test_lm.py`` checks the numbers against one run at a time).
+it, on the CPU and on CUDA (``tests/test_lm.py``, ``tests/test_cuda.py``: equal to rounding
+over a few steps). Over the 300 steps of Fig. 10 at the paper's rates the training is chaotic:
+the two programs' different rounding (1e-15 in float64) grows about 2.5x a step and reaches
+the spread between seeds (~0.1 in the loss) by step ~100, on either device (bench/gpu.md).
+So a run's row is reproducible only by the same program on the same machine; Fig. 10's
+claim, the trend over learning rates, is what carries across.
 """
 from __future__ import annotations
 

@@ -4,6 +4,7 @@
 #   tools/gpu_check.sh tests   # `pytest tests` (tests/test_cuda.py runs, the rest as on a CPU) and strict
 #                              # nbval of every chapter with CUDA present (the book's device rule)
 #   tools/gpu_check.sh bench   # bench/bench_gpu.py: Fig. 6, Fig. 10, `reproduce all` on CUDA vs the CPU
+#   tools/gpu_check.sh figures # chapter 6's asserts on results made by `reproduce all --device cuda`
 # Logs go to $OUT (or ./gpu_out). A machine with no package index: put the wheels of the
 # project's pinned stack (requirements.txt; not torch) in .whl/ and they are installed first.
 # Skipped here: the browser tests (no Chromium), the live-panel engine tests (no Node.js), the fresh-install and ipywidgets 7 tests (they
@@ -50,5 +51,17 @@ tests)
 bench)
   timeout ${BENCH_TIMEOUT:-560} $PY bench/bench_gpu.py --write "$OUT/gpu.md" --json "$OUT/gpu.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log" | tail -n 60
   ;;
-*) echo "usage: tools/gpu_check.sh tests|bench"; exit 2 ;;
+figures)
+  # chapter 6's claims on results made on the GPU: `reproduce all --device cuda` into this copy's
+  # scansnap/results (the committed CPU results are replaced here only), then every cell of the
+  # chapter executed with its asserts (nbval-lax: outputs not compared, an assert that fails fails)
+  start=$(date +%s)
+  $PY -m scansnap reproduce all --device cuda --out scansnap/results > "$OUT/reproduce.log" 2>&1
+  echo "reproduce all --device cuda: exit $? after $(( $(date +%s) - start )) s" | tee -a "$OUT/reproduce.log"
+  cp scansnap/results/fig10.csv scansnap/results/fig6.csv scansnap/results/fig10.provenance.json "$OUT/"
+  timeout 300 $PY -m pytest -p nbval.plugin --nbval-lax -p no:cacheprovider -q book/06-figures.ipynb > "$OUT/ch6_lax.log" 2>&1
+  echo "chapter 6, nbval-lax on the GPU's results: exit $?" | tee -a "$OUT/ch6_lax.log"
+  tail -n 15 "$OUT/ch6_lax.log"
+  ;;
+*) echo "usage: tools/gpu_check.sh tests|bench|figures"; exit 2 ;;
 esac
