@@ -213,7 +213,7 @@ def report(rec) -> str:
         p = rec["fig10_precision"]
         L += [f"**Batched vs one at a time, why they differ** (runs {p['runs']} (lr, seed), {p['steps']} steps, "
               "full size, CUDA; largest difference over the runs):", "",
-              "| dtype | final-step losses | weights | validation entropy |", "|---|---|---|---|",
+              "| dtype | loss (largest over the steps) | final weights | validation entropy |", "|---|---|---|---|",
               *[f"| {k} | {v['loss']:.1e} | {v['weights']:.1e} | {v['entropy']:.1e} |" for k, v in p["max_diff"].items()],
               ""]
     if "fig10_divergence" in rec:

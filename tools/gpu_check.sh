@@ -59,7 +59,18 @@ figures)
   $PY -m scansnap reproduce all --device cuda --out scansnap/results > "$OUT/reproduce.log" 2>&1
   echo "reproduce all --device cuda: exit $? after $(( $(date +%s) - start )) s" | tee -a "$OUT/reproduce.log"
   cp scansnap/results/fig10.csv scansnap/results/fig6.csv scansnap/results/fig10.provenance.json "$OUT/"
-  timeout 300 $PY -m pytest -p nbval.plugin --nbval-lax -p no:cacheprovider -q book/06-figures.ipynb > "$OUT/ch6_lax.log" 2>&1
+  # the chapter asserts that its results were made on the CPU (its text says so): that one line is
+  # dropped in a copy, so that every other assert runs on the GPU's results
+  $PY - <<'EOF'
+import json
+nb = json.load(open("book/06-figures.ipynb"))
+line = 'assert all(rec["device"] == "cpu" for rec in RECORDS.values())'
+hits = [c for c in nb["cells"] if line in "".join(c["source"])]
+assert len(hits) == 1, "the device assert moved: update tools/gpu_check.sh"
+hits[0]["source"] = "".join(hits[0]["source"]).replace(line, "pass  # results made on the GPU").splitlines(True)
+json.dump(nb, open("book/06-figures-gpu.ipynb", "w"))
+EOF
+  timeout 300 $PY -m pytest -p nbval.plugin --nbval-lax -p no:cacheprovider -q book/06-figures-gpu.ipynb > "$OUT/ch6_lax.log" 2>&1
   echo "chapter 6, nbval-lax on the GPU's results: exit $?" | tee -a "$OUT/ch6_lax.log"
   tail -n 15 "$OUT/ch6_lax.log"
   ;;
