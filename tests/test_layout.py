@@ -284,3 +284,39 @@ def test_inline_png_holds_all_the_ink_and_leaves_the_figure_as_it_was():
         h, w = ink.shape
         margins = rows[0], h - 1 - rows[-1], cols[0], w - 1 - cols[-1]
         assert all(2 <= m <= 14 for m in margins), (layout, margins)   # 0.05 in at 2x ~ 10 px
+
+
+def test_shared_mathtext_cache_gives_the_same_images_and_is_used():
+    """plots.share_mathtext_cache (one process-wide cache of parsed $...$ labels instead of
+    matplotlib's 50 per renderer): the same PNG bytes, parses reused across draws and figures,
+    and a change of a mathtext rcParam still takes effect (it is part of the key)."""
+    from matplotlib import mathtext
+
+    def fig():
+        f = Figure(figsize=(6, 3))
+        ax = f.subplots()
+        for k in range(30):                       # more than 50 labels across the two dpis
+            ax.loglog([1, 10 ** (k % 7 + 1)], [1, 2 + k], label=rf"$\eta_Y={k}$, $\nu_{{{k}}}$")
+        ax.legend(ncols=3, fontsize=6)
+        ax.set_xlabel(r"$t / \tau_0$")
+        return f
+
+    before = mathtext.MathTextParser.__dict__["_parse_cached"]
+    original = getattr(before, "original", before)
+    mathtext.MathTextParser._parse_cached = original
+    try:
+        plain = plots._retina_png(fig())[0]
+        assert plots.share_mathtext_cache() and plots.share_mathtext_cache()   # idempotent
+        shared = mathtext.MathTextParser.__dict__["_parse_cached"]
+        assert plots._retina_png(fig())[0] == plain
+        hits = shared.cache_info().hits
+        assert plots._retina_png(fig())[0] == plain
+        assert shared.cache_info().hits - hits > 60                # the second figure: all reused
+        with matplotlib.rc_context({"mathtext.default": "regular"}):
+            other = plots._retina_png(fig())[0]
+        assert other != plain
+        mathtext.MathTextParser._parse_cached = original
+        with matplotlib.rc_context({"mathtext.default": "regular"}):
+            assert plots._retina_png(fig())[0] == other
+    finally:
+        mathtext.MathTextParser._parse_cached = before
