@@ -81,25 +81,32 @@ def test_diverged_lm_run_is_reported_not_carried_on(data):
         train_lms(tr[:5000], len(vocab), [1.0, 1e30], [3, 4], **small)
 
 
-@pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-12), (torch.float32, 1e-4)])
-@pytest.mark.parametrize("layers,heads", [(1, 1), (2, 2)])
-def test_batched_runs_equal_one_at_a_time(data, dtype, tol, layers, heads):
-    """train_lms (R runs as one program) == train_lm run by run: losses, weights, snapshots.
-    Same initial weights and dropout masks (each run's seed), same clipping, same SGD steps."""
+def check_batched_equals_one_at_a_time(data, dtype, tol, layers=1, heads=1, device="cpu"):
+    """train_lms (R runs as one program) == train_lm run by run: losses, weights, snapshots, at
+    ``tol``. Also used by tests/test_cuda.py on CUDA."""
     tr, va, vocab = data
     kw = dict(steps=6, batch=4, bptt=9, d=16, d_hidden=24, layers=layers, heads=heads, probe=va[:7],
-              snapshot_steps=[0, 6], dtype=dtype)
+              snapshot_steps=[0, 6], dtype=dtype, device=device)
     runs = [(1.0, 1), (5.0, 2), (3.0, 2)]
     many = train_lms(tr[:3000], len(vocab), [r[0] for r in runs], [r[1] for r in runs], **kw)
     for (lr, seed), got in zip(runs, many):
         one = train_lm(tr[:3000], len(vocab), lr=lr, seed=seed, **kw)
         np.testing.assert_allclose(got.loss, one.loss, atol=tol, rtol=0)
         for p, q in zip(got.model.parameters(), one.model.parameters()):
+            assert p.device.type == torch.device(device).type
             torch.testing.assert_close(p, q, atol=tol, rtol=0)
         for s in (0, 6):
             for a, b in zip(got.snapshots[s], one.snapshots[s]):
                 torch.testing.assert_close(a, b, atol=tol, rtol=0)
         assert got.config == one.config
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-12), (torch.float32, 1e-4)])
+@pytest.mark.parametrize("layers,heads", [(1, 1), (2, 2)])
+def test_batched_runs_equal_one_at_a_time(data, dtype, tol, layers, heads):
+    """train_lms (R runs as one program) == train_lm run by run: losses, weights, snapshots.
+    Same initial weights and dropout masks (each run's seed), same clipping, same SGD steps."""
+    check_batched_equals_one_at_a_time(data, dtype, tol, layers, heads)
 
 
 def test_lowest_attention_is_the_models_first_map(data):
