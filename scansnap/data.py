@@ -128,7 +128,6 @@ def _token_ids(what: str, ids, K: int, M: int) -> np.ndarray:
     if not np.issubdtype(a.dtype, np.integer):
         if not np.all(np.equal(np.mod(a, 1), 0)):
             raise ValueError(f"{what} ids must be integers; got {a.tolist()}")
-        a = a.astype(np.int64)
     for n, t in enumerate(a):
         if not 0 <= t < M:
             raise ValueError(f"{what} {int(t)} (class {n}) out of range [0, {M})")
