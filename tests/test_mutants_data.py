@@ -21,6 +21,8 @@ def test_one_query_preset_weights_and_overlap():
 
 
 def test_psi_inverse_of_every_token_and_out_of_range():
+    """psi^{-1}(m) (Sec. 3.2) partitions the K classes over the M query tokens (a non-query
+    token has none); m outside [0, M) is refused with its value named, at both ends."""
     c = syn_medium(3)
     # token 0 (a common token) is a valid id and no class's query: no classes
     assert c.psi_inverse(0).size == 0
@@ -51,6 +53,8 @@ def test_support_table_pads_with_a_token_of_the_class():
 
 
 def test_counts_from_tokens_names_what_it_got():
+    """counts_from_tokens takes integer token ids only: a float tensor or a plain list is
+    refused with its dtype or type named."""
     import torch
     from scansnap import counts_from_tokens
     with pytest.raises(ValueError, match=r"^tokens must be a tensor of integer token ids \(\.\.\., T\), "
@@ -61,6 +65,8 @@ def test_counts_from_tokens_names_what_it_got():
 
 
 def test_class_table_shape_and_id_checks():
+    """probs must be (K, M) with K >= 1, M >= 2; whole-number float ids are accepted as int64
+    ids, a fractional one is refused with the ids named; make_classes names a count < 1."""
     from scansnap import SequenceClasses, make_classes
     with pytest.raises(ValueError, match=r"^probs must be a \(K, M\) table with K >= 1, M >= 2; got shape \(1, 1\)$"):
         SequenceClasses([[1.0]], [0], [0])
@@ -78,6 +84,8 @@ def test_class_table_shape_and_id_checks():
 
 
 def test_class_table_is_read_only_int_ids_and_names_bad_entries():
+    """The stored table and ids are read-only, ids int64; a NaN entry is named by (l, n) and a
+    next token listed for two classes by both classes."""
     from scansnap import SequenceClasses
     c = SequenceClasses([[0.5, 0.5, 0, 0], [0, 0.5, 0.5, 0]], [3, 3], [0, 1])
     for a in (c.probs, c.query, c.next_token):
@@ -219,6 +227,7 @@ def test_make_classes_weights_must_be_positive_and_ordered():
 # ---------------------------------------------------------------------------------------
 
 def test_samplers_name_what_they_were_given():
+    """Bad sampler arguments are refused with the offending type, shape or dtype named."""
     import torch
     from scansnap import counts_from_tokens, sample_counts, sample_tokens, syn_small
     c, g = syn_small(), torch.Generator().manual_seed(0)
