@@ -280,7 +280,7 @@ def test_embedding_transformer_init_is_uniform_in_plus_minus_a_tenth():
     from scansnap.model import EmbeddingTransformer
     torch.manual_seed(0)
     m = EmbeddingTransformer(10, d=200, d_hidden=8)
-    for w in (m.U.weight, m.decoder.weight):
+    for w in (m.U.weight.detach(), m.decoder.weight.detach()):
         assert float(w.min()) >= -0.1 and float(w.max()) <= 0.1
         assert float(w.min()) < -0.099 and float(w.max()) > 0.099
     assert torch.equal(m.decoder.bias, torch.zeros(10))
@@ -313,3 +313,35 @@ def test_class_bags_lists_each_class_sequences_in_order_once_per_slot():
         assert row[s].tolist() == want_row
         assert sizes[s].tolist() == want_sizes
         assert bag0[s].tolist() == want_bag0
+
+
+# ---------------------------------------------------------------------------------------
+# Devices: every tensor is created on the device asked for. PyTorch's "meta" device (shapes
+# and dtypes, no data) stands in for a GPU on a CPU-only machine: a tensor left on the CPU
+# shows up as device "cpu" (tests/test_cuda.py checks the arithmetic on a real GPU).
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("init", ["zero", "default"])
+def test_yzmodel_puts_y_and_z_on_the_device_it_is_given(init):
+    m = YZModel(3, 2, init=init, device="meta")
+    assert m.Y.device.type == "meta" and m.Z.device.type == "meta"
+    assert m.Y.shape == m.Z.shape == (2, 3, 3)
+
+
+def test_embedding_transformer_builds_its_causal_mask_on_the_input_device():
+    from scansnap.model import EmbeddingTransformer
+    m = EmbeddingTransformer(5, d=8, d_hidden=8).to("meta").eval()
+    logits, maps = m(torch.zeros(1, 4, dtype=torch.long, device="meta"))
+    assert logits.device.type == "meta" and logits.shape == (1, 4, 5)
+    assert maps[0].device.type == "meta" and maps[0].shape == (1, 1, 4, 4)
+
+
+def test_support_path_keeps_its_packed_rows_and_indices_on_the_models_device():
+    from scansnap import syn_medium
+    from scansnap.data import support_table
+    from scansnap.model import SupportYZ
+    c = syn_medium(2)
+    s = SupportYZ(YZModel(c.M, 2, device="meta", dtype=torch.float64), c, support_table(c))
+    for name in ("Ys", "Yo", "Za", "own_row", "z_index", "labels"):
+        assert getattr(s, name).device.type == "meta", name
+    assert s.Ys.dtype == s.Yo.dtype == s.Za.dtype == torch.float64
