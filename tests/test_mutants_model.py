@@ -345,3 +345,21 @@ def test_support_path_keeps_its_packed_rows_and_indices_on_the_models_device():
     for name in ("Ys", "Yo", "Za", "own_row", "z_index", "labels"):
         assert getattr(s, name).device.type == "meta", name
     assert s.Ys.dtype == s.Yo.dtype == s.Za.dtype == torch.float64
+
+
+# ---------------------------------------------------------------------------------------
+# _nll_from_softmax: -log alpha[label] keeps its relative accuracy for a nearly certain label
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("gap", [10.0, 20.0])
+def test_nll_of_a_nearly_certain_label_is_accurate_relative_to_its_size(gap):
+    """The loss near convergence (plotted on a log scale) is tiny: with logits (gap, 0, 0) it is
+    log(1 + 2 e^-gap) exactly. -log alpha is accurate to a few ulp(1) / (1 - alpha) relative;
+    logsumexp - logit would cancel against the gap and lose ~gap times more."""
+    from scansnap.model import _nll_from_softmax
+    logits = torch.tensor([[[gap, 0.0, 0.0]]], dtype=torch.float64)
+    alpha = torch.softmax(logits, -1)
+    exact = math.log1p(2.0 * math.exp(-gap))
+    got = _nll_from_softmax(alpha, logits, torch.tensor([[[0]]])).item()
+    one_minus_alpha = 2.0 * math.exp(-gap) / (1.0 + 2.0 * math.exp(-gap))
+    assert got == pytest.approx(exact, rel=8 * 2.0 ** -53 / one_minus_alpha, abs=0)
