@@ -328,14 +328,6 @@ def test_yzmodel_puts_y_and_z_on_the_device_it_is_given(init):
     assert m.Y.shape == m.Z.shape == (2, 3, 3)
 
 
-def test_embedding_transformer_builds_its_causal_mask_on_the_input_device():
-    from scansnap.model import EmbeddingTransformer
-    m = EmbeddingTransformer(5, d=8, d_hidden=8).to("meta").eval()
-    logits, maps = m(torch.zeros(1, 4, dtype=torch.long, device="meta"))
-    assert logits.device.type == "meta" and logits.shape == (1, 4, 5)
-    assert maps[0].device.type == "meta" and maps[0].shape == (1, 1, 4, 4)
-
-
 def test_support_path_keeps_its_packed_rows_and_indices_on_the_models_device():
     from scansnap import syn_medium
     from scansnap.data import support_table
