@@ -534,13 +534,19 @@ def test_population_sgd_names_the_bad_argument():
 
 
 def test_population_sgd_names_the_first_step_that_is_not_finite():
-    """eta_Y = 1e308: Y grows by ~2e307 a step (momentum 0.9) and overflows in update 6, while Z
-    is still finite. Five steps run; six raise, naming step 6."""
-    from scansnap import syn_small
-    c = syn_small()
+    """Two classes that each see one token only (f_n = e_n, so Z's gradient is 0) and eta_Y = 1e308:
+    after the first step alpha_n is one-hot, e_n - alpha_n = 0, and momentum 0.9 alone moves Y:
+    Y_s[0, 4] = eta_Y (1 - 1/M)/K (1 - 0.9^s)/(1 - 0.9). That is 1.71e308 at s = 5 and 1.95e308
+    (past the largest float64) at s = 6, while Z is still 0: five steps run; six raise, naming
+    step 6, though only Y is non-finite."""
+    from scansnap.data import SequenceClasses
+    P = np.zeros((2, 6))
+    P[0, 0] = P[1, 1] = 1.0
+    c = SequenceClasses(P, [2, 3], [4, 5])
     with np.errstate(over="ignore", invalid="ignore"):
         run = th.population_sgd(c, 1e308, 1.0, 5)
-        assert np.all(np.isfinite(run.Y)) and np.all(np.isfinite(run.Z))
+        assert run.Y[0, 0, 4] == pytest.approx(1e308 * (5 / 6) / 2 * (1 - 0.9 ** 5) / 0.1, rel=1e-14)
+        assert np.all(np.isfinite(run.Y)) and not run.Z.any()
         with pytest.raises(FloatingPointError, match=r"^population_sgd diverged at step 6 \(non-finite Y or Z\)$"):
             th.population_sgd(c, 1e308, 1.0, 6)
 
