@@ -334,3 +334,303 @@ def test_theorem1_coefficients_both_forms_term_by_term_and_xi_default():
             assert beta[m] == pytest.approx(want, rel=1e-12, abs=1e-15)
             assert beta_p[m] == pytest.approx(want_p, rel=1e-12, abs=1e-15)
         assert th.xi(F, n, M) == pytest.approx(sum(beta[m] * F[:, n] @ F[:, m] for m in others), rel=1e-12)
+
+
+# =======================================================================================
+# Population dynamics, Chapter 5's batched SGD, the optimizer-stepped version, and input
+# types (the survivors of the full mutation run in bench/MUTATION.md, part A)
+# =======================================================================================
+
+def _tiny_classes():
+    """M = 10 tokens, K = 2 classes with their own query tokens (6, 7) and next tokens (8, 9)."""
+    from scansnap import make_classes
+    return make_classes(num_last=2, num_next_per_last=1, num_common=2, num_distinct=2)
+
+
+def _flow_reference(classes, eta_y, eta_z, t_eval, Y0, Z0, normalize=True, residual=False):
+    """dY/dt = eta_Y E[dJ/dY], dZ/dt = eta_Z E[dJ/dZ] (the flow population_dynamics documents),
+    integrated by scipy's 8th-order DOP853 at rtol 1e-13: far tighter than any tolerance below."""
+    from scipy.integrate import solve_ivp
+    M = classes.M
+
+    def rhs(t, y):
+        dY, dZ = th.expected_gradients(classes, y[:M * M].reshape(M, M), y[M * M:].reshape(M, M),
+                                       normalize, residual)
+        return np.concatenate([eta_y * dY.ravel(), eta_z * dZ.ravel()])
+
+    sol = solve_ivp(rhs, (0, t_eval[-1]), np.concatenate([Y0.ravel(), Z0.ravel()]), t_eval=t_eval,
+                    method="DOP853", rtol=1e-13, atol=1e-14)
+    y = sol.y.T
+    return y[:, :M * M].reshape(-1, M, M), y[:, M * M:].reshape(-1, M, M)
+
+
+@pytest.mark.parametrize("normalize, residual", [(True, True), (False, True), (False, False)])
+def test_population_dynamics_integrates_the_flow_it_is_asked_for(normalize, residual):
+    """With rtol 1e-10, atol 1e-12 the solution is the flow of the expected gradient with the
+    given layer norm / residual options (Lemma 2's limit) to 1e-9, checked against DOP853."""
+    c = _tiny_classes()
+    M = c.M
+    rng = np.random.default_rng(21)
+    Y0, Z0 = 0.3 * rng.normal(size=(M, M)), 0.3 * rng.normal(size=(M, M))
+    t = np.array([0.0, 0.5, 2.0])
+    sol = th.population_dynamics(c, 1.5, 0.7, t_end=2.0, t_eval=t, Y0=Y0, Z0=Z0, normalize=normalize,
+                                 residual=residual, rtol=1e-10, atol=1e-12)
+    Y, Z = _flow_reference(c, 1.5, 0.7, t, Y0, Z0, normalize, residual)
+    np.testing.assert_allclose(sol.Y, Y, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(sol.Z, Z, rtol=0, atol=1e-9)
+
+
+def test_population_dynamics_default_tolerances_are_rtol_1e6_atol_1e9():
+    """The defaults rtol = 1e-6, atol = 1e-9 give the flow from Y = Z = 0 to 1e-6 (|Y| ~ 1.5 at
+    t = 3; observed 1.2e-7). A tolerance of 1e-3, or an atol of 1, misses it by 2e-5 or more."""
+    from scansnap import make_classes
+    c = make_classes(num_last=1, num_next_per_last=2, num_common=1, num_distinct=2)
+    M = c.M
+    t = np.array([0.0, 1.0, 3.0])
+    sol = th.population_dynamics(c, 2.0, 0.5, 3.0, t_eval=t)
+    Y, Z = _flow_reference(c, 2.0, 0.5, t, np.zeros((M, M)), np.zeros((M, M)))
+    assert np.abs(Y).max() > 1.0 and np.abs(Z).max() > 0.05          # a flow that has moved
+    np.testing.assert_allclose(sol.Y, Y, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(sol.Z, Z, rtol=0, atol=1e-6)
+
+
+def test_population_dynamics_times_are_float64_whatever_their_input_type():
+    """t_eval given as integers or float32 comes back as those times in float64 (solve_ivp would
+    otherwise hand back the input's dtype), with the same solution as float64 times."""
+    c = _tiny_classes()
+    ints = th.population_dynamics(c, 1.0, 1.0, t_end=2.0, t_eval=[0, 1, 2])
+    assert ints.t.dtype == np.float64
+    np.testing.assert_array_equal(ints.t, [0.0, 1.0, 2.0])
+    t32 = np.array([0.25, 1.5], np.float32)                       # exact in float32
+    a = th.population_dynamics(c, 1.0, 1.0, t_end=2.0, t_eval=t32)
+    b = th.population_dynamics(c, 1.0, 1.0, t_end=2.0, t_eval=[0.25, 1.5])
+    assert a.t.dtype == np.float64
+    np.testing.assert_array_equal(a.t, [0.25, 1.5])
+    np.testing.assert_array_equal(a.Y, b.Y)
+
+
+def test_population_dynamics_names_a_bad_start_shape():
+    """Either start of the wrong shape is refused, with both shapes named."""
+    c = _tiny_classes()
+    ok, bad = np.zeros((10, 10)), np.zeros((3, 3))
+    with pytest.raises(ValueError, match=r"^Y0 and Z0 must be \(10, 10\); got \(10, 10\) and \(3, 3\)$"):
+        th.population_dynamics(c, 1.0, 1.0, 1.0, Y0=ok, Z0=bad)
+    with pytest.raises(ValueError, match=r"^Y0 and Z0 must be \(10, 10\); got \(3, 3\) and \(10, 10\)$"):
+        th.population_dynamics(c, 1.0, 1.0, 1.0, Y0=bad, Z0=ok)
+
+
+def test_population_dynamics_reports_a_failed_integration():
+    """A start so large (Y0 = 1e308 I) that the flow overflows: solve_ivp gives up, and the error
+    says so with the solver's reason."""
+    c = _tiny_classes()
+    with np.errstate(over="ignore", invalid="ignore"):
+        with pytest.raises(RuntimeError, match=r"^solve_ivp failed: Required step size is less than "
+                                                r"spacing between numbers\.$"):
+            th.population_dynamics(c, 1.0, 1.0, 1.0, Y0=1e308 * np.eye(c.M))
+
+
+# ---------------------------------------------------------------------------------------
+# The decoder functions read F as float64 values, whatever the array type holding them
+# ---------------------------------------------------------------------------------------
+
+def _exact_F():
+    """Three unit columns written as exact fractions (3-4-5, 5-12-13 and 1-2-2 triangles), M = 4."""
+    from fractions import Fraction as Fr
+    cols = [(Fr(3, 5), Fr(4, 5), 0, 0), (0, 0, Fr(5, 13), Fr(12, 13)), (Fr(2, 3), Fr(1, 3), Fr(2, 3), 0)]
+    F = [[Fr(col[i]) for col in cols] for i in range(4)]
+    return F, np.array([[float(x) for x in row] for row in F])
+
+
+def test_decoder_functions_take_F_as_exact_fractions():
+    """F as a nested list of fractions.Fraction (a hand computation's exact unit columns) gives
+    the float64 result of the same values, bit for bit: Eq. 26 / Eq. 7 iterated, Theorem 5's Y
+    (Eq. 70), and the class-averaged rounds."""
+    F, F64 = _exact_F()
+    sched = [0, 1, 2, 2, 0]
+    for modified in (True, False):
+        Y, counts = th.modified_decoder_dynamics(F, sched, 0.5, modified=modified)
+        Y64, counts64 = th.modified_decoder_dynamics(F64, sched, 0.5, modified=modified)
+        assert Y.dtype == np.float64
+        np.testing.assert_array_equal(Y, Y64)
+        np.testing.assert_array_equal(counts, [2, 1, 2])
+    Y5 = th.theorem5_Y(F, [2, 1, 3], 4, 0.5)
+    assert Y5.dtype == np.float64
+    np.testing.assert_array_equal(Y5, th.theorem5_Y(F64, [2, 1, 3], 4, 0.5))
+    a, b = th.decoder_rounds(F, 0.5, 3), th.decoder_rounds(F64, 0.5, 3)
+    assert a.W.dtype == np.float64
+    for x, y in ((a.loss, b.loss), (a.grad_norm, b.grad_norm), (a.xi, b.xi), (a.W, b.W)):
+        np.testing.assert_array_equal(x, y)
+
+
+# ---------------------------------------------------------------------------------------
+# population_sgd (Chapter 5): each batched run is SGD with momentum on the expected gradient
+# ---------------------------------------------------------------------------------------
+
+def _sgd_reference(classes, eta_y, eta_z, steps, momentum):
+    """One run written out: the loss -E_n[log softmax(Y^T f_n)[next]] (scipy's log_softmax) before
+    each step, then v <- momentum v + E[dJ], parameter += rate v (PyTorch's SGD rule)."""
+    from scipy.special import log_softmax
+    M, K = classes.M, classes.K
+    Y, Z, vY, vZ = (np.zeros((M, M)) for _ in range(4))
+    loss = []
+    for _ in range(steps):
+        c = th.attention_limit_all(classes, Z)
+        f = c / np.linalg.norm(c, axis=1, keepdims=True)
+        loss.append(-np.mean(log_softmax(f @ Y, axis=1)[np.arange(K), classes.next_token]))
+        dY, dZ = th.expected_gradients(classes, Y, Z)
+        vY, vZ = momentum * vY + dY, momentum * vZ + dZ
+        Y, Z = Y + eta_y * vY, Z + eta_z * vZ
+    return np.array(loss), Y, Z
+
+
+def test_population_sgd_runs_of_very_different_scales_in_one_batch():
+    """Three runs batched: one whose Y reaches ~1e4 (eta_Y = 1e4), one whose Z reaches ~3e3
+    (eta_Z = 1e5), one small. Each is its own run, written out one at a time, to 1e-12 relative:
+    the softmaxes shift by each row's own maximum, so no run's scale spills into another's."""
+    c = _tiny_classes()
+    ey, ez, steps = [1e4, 1.0, 0.1], [1.0, 1e5, 0.1], 6
+    run = th.population_sgd(c, ey, ez, steps)
+    for r in range(3):
+        loss, Y, Z = _sgd_reference(c, ey[r], ez[r], steps, 0.9)
+        np.testing.assert_allclose(run.loss[r], loss, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(run.Y[r], Y, rtol=1e-12, atol=1e-12 * np.abs(Y).max())
+        np.testing.assert_allclose(run.Z[r], Z, rtol=1e-12, atol=1e-12 * np.abs(Z).max())
+    assert np.abs(run.Y[0]).max() > 1e3 and np.abs(run.Z[1]).max() > 1e3   # the scales claimed
+
+
+def test_population_sgd_small_rates_follow_the_expected_gradient():
+    """Moderate rates and momentum 0.5, 12 steps: Y, Z and the loss are the written-out run to
+    1e-12 (Eq. 5-6 for the attention's gradient, Eq. 3 for the decoder's)."""
+    c = _tiny_classes()
+    run = th.population_sgd(c, [0.7, 2.0], [1.3, 0.4], 12, momentum=0.5)
+    for r, (ey, ez) in enumerate([(0.7, 1.3), (2.0, 0.4)]):
+        loss, Y, Z = _sgd_reference(c, ey, ez, 12, 0.5)
+        np.testing.assert_allclose(run.loss[r], loss, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(run.Y[r], Y, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(run.Z[r], Z, rtol=0, atol=1e-12)
+    assert np.abs(run.Z).max() > 0.1                                   # the attention has moved
+
+
+def test_population_sgd_returns_the_rates_of_every_run_in_float64():
+    """A scalar rate is broadcast to every run; integer rates come back as float64."""
+    run = th.population_sgd(_tiny_classes(), 2, [1, 3], 2)
+    assert run.eta_y.dtype == run.eta_z.dtype == np.float64
+    np.testing.assert_array_equal(run.eta_y, [2.0, 2.0])
+    np.testing.assert_array_equal(run.eta_z, [1.0, 3.0])
+
+
+def test_population_sgd_names_the_bad_argument():
+    c = _tiny_classes()
+    with pytest.raises(ValueError, match=r"^steps must be an integer >= 1, got 0$"):
+        th.population_sgd(c, 1.0, 1.0, 0)
+    with pytest.raises(ValueError, match=r"^eta_y must be a scalar or have one value per run \(3\); got \(2,\)$"):
+        th.population_sgd(c, [1.0, 2.0], [1.0, 2.0, 3.0], 2)
+    with pytest.raises(ValueError, match=r"^eta_z must be a scalar or have one value per run \(3\); got \(1, 3\)$"):
+        th.population_sgd(c, [1.0, 2.0, 3.0], [[1.0, 2.0, 3.0]], 2)
+    with pytest.raises(ValueError, match=r"^eta_y must be a positive number, got -1\.0$"):
+        th.population_sgd(c, [1.0, -1.0], 1.0, 2)
+    with pytest.raises(ValueError, match=r"^eta_z must be a positive number, got 0\.0$"):
+        th.population_sgd(c, 1.0, [1.0, 0.0], 2)
+
+
+def test_population_sgd_names_the_first_step_that_is_not_finite():
+    """Two classes that each see one token only (f_n = e_n, so Z's gradient is 0) and eta_Y = 1e308:
+    after the first step alpha_n is one-hot, e_n - alpha_n = 0, and momentum 0.9 alone moves Y:
+    Y_s[0, 4] = eta_Y (1 - 1/M)/K (1 - 0.9^s)/(1 - 0.9). That is 1.71e308 at s = 5 and 1.95e308
+    (past the largest float64) at s = 6, while Z is still 0: five steps run; six raise, naming
+    step 6, though only Y is non-finite."""
+    from scansnap.data import SequenceClasses
+    P = np.zeros((2, 6))
+    P[0, 0] = P[1, 1] = 1.0
+    c = SequenceClasses(P, [2, 3], [4, 5])
+    with np.errstate(over="ignore", invalid="ignore"):
+        run = th.population_sgd(c, 1e308, 1.0, 5)
+        assert run.Y[0, 0, 4] == pytest.approx(1e308 * (5 / 6) / 2 * (1 - 0.9 ** 5) / 0.1, rel=1e-14)
+        assert np.all(np.isfinite(run.Y)) and not run.Z.any()
+        with pytest.raises(FloatingPointError, match=r"^population_sgd diverged at step 6 \(non-finite Y or Z\)$"):
+            th.population_sgd(c, 1e308, 1.0, 6)
+
+
+# ---------------------------------------------------------------------------------------
+# population_steps: the expected gradient fed to PyTorch's own optimizers
+# ---------------------------------------------------------------------------------------
+
+def _optimizer_reference(classes, eta_y, eta_z, steps, rule, Y0, Z0):
+    """PyTorch's update rules written out in numpy (``torch.optim`` itself takes ~8 s to import),
+    fed -E_n[dJ/dY], -E_n[dJ/dZ]; the loss before each step by scipy's log_softmax.
+    rule ("sgd", momentum): v <- momentum v + g, p -= lr v.  rule ("adam", eps) with betas
+    (0.9, 0.999): m, v the moving averages of g and g^2, p -= lr m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps)."""
+    from scipy.special import log_softmax
+    K = classes.K
+    P = [np.array(Y0, float), np.array(Z0, float)]
+    m, v = [np.zeros_like(P[0]), np.zeros_like(P[1])], [np.zeros_like(P[0]), np.zeros_like(P[1])]
+    loss = []
+    for t in range(1, steps + 1):
+        c = th.attention_limit_all(classes, P[1])
+        f = c / np.linalg.norm(c, axis=1, keepdims=True)
+        loss.append(-np.mean(log_softmax(f @ P[0], axis=1)[np.arange(K), classes.next_token]))
+        grads = [-g for g in th.expected_gradients(classes, P[0], P[1])]
+        for i, (g, lr) in enumerate(zip(grads, (eta_y, eta_z))):
+            if rule[0] == "sgd":
+                m[i] = rule[1] * m[i] + g
+                P[i] = P[i] - lr * m[i]
+            else:
+                m[i] = 0.9 * m[i] + 0.1 * g
+                v[i] = 0.999 * v[i] + 0.001 * g * g
+                P[i] = P[i] - lr * (m[i] / (1 - 0.9 ** t)) / (np.sqrt(v[i] / (1 - 0.999 ** t)) + rule[1])
+    return np.array(loss), P[0], P[1]
+
+
+def test_population_steps_defaults_are_sgd_with_momentum_0_9():
+    """population_steps(classes, eta_y, eta_z, steps) is SGD with momentum 0.9 (PyTorch's rule)
+    on the expected gradient, from Y = Z = 0, to 1e-12."""
+    c = _tiny_classes()
+    M = c.M
+    losses, Y, Z = th.population_steps(c, 0.5, 2.0, 10)
+    ref = _optimizer_reference(c, 0.5, 2.0, 10, ("sgd", 0.9), np.zeros((M, M)), np.zeros((M, M)))
+    np.testing.assert_allclose(losses, ref[0], rtol=1e-12, atol=0)
+    np.testing.assert_allclose(Y, ref[1], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(Z, ref[2], rtol=0, atol=1e-12)
+    assert np.abs(Z).max() > 0.1
+
+
+def test_population_steps_adam_uses_the_eps_given():
+    """Adam with eps = 0.3 (large enough to change every step) is PyTorch's Adam rule with eps 0.3."""
+    c = _tiny_classes()
+    M = c.M
+    rng = np.random.default_rng(4)
+    Y0, Z0 = 0.2 * rng.normal(size=(M, M)), 0.2 * rng.normal(size=(M, M))
+    losses, Y, Z = th.population_steps(c, 0.05, 0.1, 8, optimizer="adam", eps=0.3, Y0=Y0, Z0=Z0)
+    ref = _optimizer_reference(c, 0.05, 0.1, 8, ("adam", 0.3), Y0, Z0)
+    np.testing.assert_allclose(losses, ref[0], rtol=1e-12, atol=0)
+    np.testing.assert_allclose(Y, ref[1], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(Z, ref[2], rtol=0, atol=1e-12)
+
+
+def test_population_steps_starts_given_as_integers_or_float32():
+    """Y0 as a list of ints and Z0 in float32 are their values in float64: the same run, bit for
+    bit, as float64 starts, and float64 results."""
+    c = _tiny_classes()
+    M = c.M
+    Y0 = np.eye(M, dtype=int).tolist()
+    Z0 = (0.25 * np.random.default_rng(6).normal(size=(M, M))).astype(np.float32)
+    a = th.population_steps(c, 0.5, 1.0, 3, Y0=Y0, Z0=Z0)
+    b = th.population_steps(c, 0.5, 1.0, 3, Y0=np.eye(M), Z0=Z0.astype(float))
+    assert a[1].dtype == a[2].dtype == np.float64
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_population_steps_names_the_bad_argument():
+    c = _tiny_classes()
+    ok, bad = np.zeros((10, 10)), np.zeros((3, 3))
+    with pytest.raises(ValueError, match=r"^eta_y must be a positive number, got 0\.0$"):
+        th.population_steps(c, 0.0, 1.0, 2)
+    with pytest.raises(ValueError, match=r"^eta_z must be a positive number, got -1\.0$"):
+        th.population_steps(c, 1.0, -1.0, 2)
+    with pytest.raises(ValueError, match=r"^steps must be an integer >= 1, got 0$"):
+        th.population_steps(c, 1.0, 1.0, 0)
+    with pytest.raises(ValueError, match=r"^Y0 and Z0 must be \(10, 10\); got \(10, 10\) and \(3, 3\)$"):
+        th.population_steps(c, 1.0, 1.0, 2, Y0=ok, Z0=bad)
+    with pytest.raises(ValueError, match=r"^Y0 and Z0 must be \(10, 10\); got \(3, 3\) and \(10, 10\)$"):
+        th.population_steps(c, 1.0, 1.0, 2, Y0=bad, Z0=ok)
