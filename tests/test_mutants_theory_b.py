@@ -307,3 +307,21 @@ def test_lemma4_zdot_longdouble_F_returns_float64_eq10():
     got = th.lemma4_zdot(F.astype(np.longdouble), members, M)
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-14)
+
+
+# ---------------------------------------------------------------------------------------
+# Theorem 4 (Eq. 118-124): the ODE integrated on float32 times reaches the closed form
+# ---------------------------------------------------------------------------------------
+
+def test_B_n_ode_on_float32_times_is_the_closed_form():
+    """dB/dt = -dz/dt = eta_Z gamma e^{4z}/C0 integrates to B = (1/4) ln(1 + 4 Gamma/C0) and z = -B
+    (Eq. 124, 129), Gamma of Eq. 128 with h by Lambert W; the solver's rtol is 1e-10, its error
+    here ~2e-10, so 1e-9. Times in float32 are taken at their float64 values (solved in float32
+    they would be off by ~3e-8)."""
+    M, K, ey, ez, C0 = 6, 3, 0.4, 0.9, 2.0
+    t32 = np.array([0.7, 5.3, 40.1, 123.7], np.float32)
+    h = _h_lambertw(t32.astype(float) / K, M, ey)
+    B = 0.25 * np.log1p(4 * (ez * K * (M - 1) ** 2 * h ** 2 / (2 * ey)) / C0)
+    z, b = th.B_n_ode(t32, M, K, ey, ez, C0)
+    np.testing.assert_allclose(b, B, rtol=1e-9, atol=0)
+    np.testing.assert_allclose(z, -B, rtol=1e-9, atol=0)
