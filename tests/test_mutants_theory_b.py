@@ -286,30 +286,6 @@ def test_assumption2_decides_a_longdouble_F_in_float64():
 
 
 # ---------------------------------------------------------------------------------------
-# Lemma 4 (Eq. 10): longdouble F gives the float64 sum of Eq. 10
-# ---------------------------------------------------------------------------------------
-
-def test_lemma4_zdot_longdouble_F_returns_float64_eq10():
-    """Eq. 10 term by term: z' = sum_{n in members} diag(f_n) sum_{n' != n} beta_{nn'}
-    (f_n f_n^T - I) f_{n'}, with beta from Theorem 1 (gamma = 1)."""
-    rng = np.random.default_rng(2)
-    M, K = 12, 3
-    F = rng.normal(size=(M, K))
-    F /= np.linalg.norm(F, axis=0)
-    members = [0, 2]
-    want = np.zeros(M)
-    for n in members:
-        _, beta = th.theorem1_coefficients(F, n, M)
-        f = F[:, n]
-        for m in range(K):
-            if m != n:
-                want += f * (beta[m] * (np.outer(f, f) - np.eye(M)) @ F[:, m])
-    got = th.lemma4_zdot(F.astype(np.longdouble), members, M)
-    assert got.dtype == np.float64
-    np.testing.assert_allclose(got, want, rtol=0, atol=1e-14)
-
-
-# ---------------------------------------------------------------------------------------
 # Theorem 4 (Eq. 118-124): the ODE integrated on float32 times reaches the closed form
 # ---------------------------------------------------------------------------------------
 
