@@ -62,6 +62,8 @@ def finite(name: str, a, runs: bool = False) -> np.ndarray:
     With ``runs=True`` the leading axis indexes runs and the message names the run: a
     diverged run must read as diverged, never as a number.
     """
+    if torch.is_tensor(a) and a.is_complex() or not torch.is_tensor(a) and np.iscomplexobj(a):
+        raise ValueError(f"{name} must be real, got a complex array")
     x = a.detach().cpu().double().numpy() if isinstance(a, torch.Tensor) else np.asarray(a, float)
     bad = ~np.isfinite(x)
     if bad.any():

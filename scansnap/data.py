@@ -34,7 +34,8 @@ class SequenceClasses:
     next_token: np.ndarray
 
     def __post_init__(self):
-        probs = np.asarray(self.probs, dtype=np.float64)
+        # a copy: the table is made read-only below, and the caller's own array must stay writable
+        probs = np.array(self.probs, dtype=np.float64)
         if probs.ndim != 2 or probs.shape[0] < 1 or probs.shape[1] < 2:
             raise ValueError(f"probs must be a (K, M) table with K >= 1, M >= 2; got shape {probs.shape}")
         K, M = probs.shape

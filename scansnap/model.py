@@ -252,6 +252,8 @@ class Dropout(nn.Dropout):
     def forward(self, x):
         if not self.training or self.p == 0:
             return x
+        if self.p == 1:  # nn.Dropout's answer; the mask below would divide by 1 - p = 0
+            return torch.zeros_like(x)
         noise = torch.empty_like(x).bernoulli_(1 - self.p)
         return x * noise.div_(1 - self.p)
 

@@ -14,7 +14,7 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 from scipy.special import wrightomega
 
-from ._validate import positive, positive_int
+from ._validate import finite, integer, positive, positive_int
 from .data import SequenceClasses
 
 
@@ -161,12 +161,12 @@ def omega1(M: int) -> float:
     The function has zeros only for M >= 4 (its minimum, at e^{Mh} = M-1, is
     (M-1)(1 - ln(M-1)), negative iff M - 1 > e): M < 4 is a ValueError.
     """
-    M = positive_int("M", M, minimum=2)
+    M = integer("M", M)
     if M < 4:
         raise ValueError(f"M must be an integer >= 4, got {M}: exp(Mh) - (M-1)Mh has no zero for "
                          "M < 4, so Lemma 8's omega_1 does not exist")
     g = lambda w: w * np.log(M) - np.log((1 + w) * (M - 1) * np.log(M) / M)
-    return brentq(g, 1e-12, 10.0)
+    return brentq(g, 1e-12, 10.0, xtol=1e-300, rtol=1e-15)
 
 
 def lemma8_zeros(M: int):
@@ -174,7 +174,7 @@ def lemma8_zeros(M: int):
     M = positive_int("M", M, minimum=4)
     g = lambda h: np.exp(M * h) - (M - 1) * M * h
     lower = brentq(g, 0.0, 1.0 / M, xtol=1e-300, rtol=1e-15)
-    upper = brentq(g, np.log(M) / M, 2 * np.log(M) / M, rtol=1e-15)
+    upper = brentq(g, np.log(M) / M, 2 * np.log(M) / M, xtol=1e-300, rtol=1e-15)  # xtol: brentq's 2e-12 default would cap it
     return lower, upper
 
 
@@ -301,8 +301,8 @@ def population_dynamics(classes: SequenceClasses, eta_y: float, eta_z: float, t_
     eta_y, eta_z = positive("eta_y", eta_y), positive("eta_z", eta_z)
     t_end = positive("t_end", t_end)
     M = classes.M
-    Y0 = np.zeros((M, M)) if Y0 is None else np.asarray(Y0, float)
-    Z0 = np.zeros((M, M)) if Z0 is None else np.asarray(Z0, float)
+    Y0 = np.zeros((M, M)) if Y0 is None else finite("Y0", Y0)
+    Z0 = np.zeros((M, M)) if Z0 is None else finite("Z0", Z0)
     if Y0.shape != (M, M) or Z0.shape != (M, M):
         raise ValueError(f"Y0 and Z0 must be ({M}, {M}); got {Y0.shape} and {Z0.shape}")
 
@@ -575,8 +575,10 @@ def time_of_h(h, M: int, eta_y: float):
     M = positive_int("M", M, minimum=2)
     eta_y = positive("eta_y", eta_y)
     h = np.asarray(h, float)
-    if np.any(h < 0) or not np.all(np.isfinite(h)):
-        raise ValueError(f"h must be finite and >= 0, got min {np.min(h)!r}")
+    bad = ~(np.isfinite(h) & (h >= 0))
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"h must be finite and >= 0, got {float(h[idx])} at index {idx}")
     return (np.expm1(M * h) + (M - 1) * M * h) / (M * eta_y)
 
 
@@ -605,8 +607,12 @@ def decoder_rounds(F, eta_y: float, rounds: int, modified: bool = True, labels=N
     F = np.asarray(F, float)
     if F.ndim != 2 or F.shape[0] < F.shape[1] or not np.all(np.isfinite(F)):
         raise ValueError(f"F must be a finite M x K matrix with M >= K, got shape {F.shape}")
-    if not np.allclose(np.linalg.norm(F, axis=0), 1.0, atol=1e-9):
-        raise ValueError("the columns f_n of F must have unit norm (f_n = c_n / ||c_n||_2)")
+    norms = np.linalg.norm(F, axis=0)
+    off = np.abs(norms - 1.0)
+    if np.any(off > 1e-6):  # absolute: a float32-rounded F (~1e-8) passes, a mis-normalised one does not
+        n = int(np.argmax(off))
+        raise ValueError(f"the columns f_n of F must have unit norm (f_n = c_n / ||c_n||_2): column {n} "
+                         f"has norm {float(norms[n])}")
     M, K = F.shape
     eta_y = positive("eta_y", eta_y)
     rounds = positive_int("rounds", rounds, minimum=0)

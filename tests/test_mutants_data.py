@@ -93,6 +93,10 @@ def test_class_table_is_read_only_int_ids_and_names_bad_entries():
         with pytest.raises(ValueError, match="read-only"):
             a[0] = 0
     assert c.next_token.dtype == np.int64
+    mine = np.array([[0.5, 0.5, 0, 0], [0, 0.5, 0.5, 0]])  # the caller's array: copied, left writable
+    c = SequenceClasses(mine, [3, 3], [0, 1])
+    mine[0, 0] = 7.0
+    assert mine.flags.writeable and c.probs[0, 0] == 0.5
     with pytest.raises(ValueError, match=r"^P\(l=1 \| class 0\) is not finite: nan$"):
         SequenceClasses([[0.5, np.nan, 0, 0], [0, 0.5, 0.5, 0]], [3, 3], [0, 1])
     with pytest.raises(ValueError, match=r"^next token 0 is listed twice \(classes 0 and 1\)$"):

@@ -209,6 +209,14 @@ def test_dropout_with_p_zero_returns_its_input_and_draws_nothing():
     assert torch.equal(torch.get_rng_state(), state)
 
 
+def test_dropout_with_p_one_drops_everything_as_nn_dropout():
+    """p = 1 in training mode gives zeros, as ``nn.Dropout(1.0)`` does, not 0 / 0 = NaN."""
+    from scansnap.model import Dropout
+    x = torch.arange(1.0, 7.0, dtype=torch.float64)
+    got = Dropout(1.0).train()(x)
+    assert torch.equal(got, torch.nn.Dropout(1.0).train()(x)) and torch.equal(got, torch.zeros(6, dtype=torch.float64))
+
+
 # ---------------------------------------------------------------------------------------
 # sinusoidal_encoding: Vaswani et al.'s closed form
 # ---------------------------------------------------------------------------------------

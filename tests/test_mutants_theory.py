@@ -89,8 +89,10 @@ def test_time_of_h_for_M_2_float32_and_the_value_named():
     got = th.time_of_h(h32, M, eta)
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
-    with pytest.raises(ValueError, match=r"h must be finite and >= 0, got min \S*-0\.25"):
+    with pytest.raises(ValueError, match=r"^h must be finite and >= 0, got -0\.25 at index \(1,\)$"):
         th.time_of_h([0.3, -0.25], 10, 1.0)
+    with pytest.raises(ValueError, match=r"^h must be finite and >= 0, got nan at index \(0, 1\)$"):
+        th.time_of_h([[0.3, np.nan]], 10, 1.0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -105,6 +107,10 @@ def test_lemma8_zeros_are_lambert_w_and_need_M_4():
         lo, up = th.lemma8_zeros(M)
         assert lo == pytest.approx(-lambertw(-1 / (M - 1), 0).real / M, rel=1e-13)
         assert up == pytest.approx(-lambertw(-1 / (M - 1), -1).real / M, rel=1e-10)
+    for M in (4, 100, 10**6):  # the upper zero to rounding too, not to brentq's default xtol (2e-12)
+        up_w = -lambertw(-1 / (M - 1), -1).real / M
+        assert th.lemma8_zeros(M)[1] == pytest.approx(up_w, rel=4e-15, abs=0)
+        assert (1 + th.omega1(M)) * np.log(M) / M == pytest.approx(up_w, rel=4e-15, abs=0)
     with pytest.raises(ValueError, match=r"^M must be an integer >= 4, got 3$"):
         th.lemma8_zeros(3)
     with pytest.raises(ValueError, match=r"^M must be an integer >= 4, got 1$"):
@@ -200,6 +206,10 @@ def test_decoder_rounds_zero_rounds_is_the_start():
 
 def test_decoder_rounds_refusals_name_the_rule():
     F = np.eye(5)[:, :2]
+    # the unit-norm check is absolute, 1e-6: just inside passes, just outside is named
+    th.decoder_rounds(np.diag([1.0, 1 + 0.9e-6, 1.0])[:, :2], 1.0, 1)
+    with pytest.raises(ValueError, match=r"must have unit norm .*: column 1 has norm 1\.0000011"):
+        th.decoder_rounds(np.diag([1.0, 1 + 1.1e-6, 1.0])[:, :2], 1.0, 1)
     with pytest.raises(ValueError, match=r"^the columns f_n of F must have unit norm"):
         th.decoder_rounds(np.diag([1.0, 1.01, 1.0])[:, :2], 1.0, 3)
     with pytest.raises(ValueError, match=r"^the columns f_n of F must have unit norm"):
@@ -634,3 +644,20 @@ def test_population_steps_names_the_bad_argument():
         th.population_steps(c, 1.0, 1.0, 2, Y0=ok, Z0=bad)
     with pytest.raises(ValueError, match=r"^Y0 and Z0 must be \(10, 10\); got \(3, 3\) and \(10, 10\)$"):
         th.population_steps(c, 1.0, 1.0, 2, Y0=bad, Z0=ok)
+
+
+def test_population_dynamics_refuses_a_complex_or_nan_start():
+    """A start is a finite real matrix: NumPy would drop a complex part with only a warning,
+    and a NaN start would integrate to NaN everywhere."""
+    from scansnap.data import syn_small
+    c = syn_small()
+    Y0 = np.zeros((c.M, c.M))
+    with pytest.raises(ValueError, match=r"^Y0 must be real, got a complex array$"):
+        th.population_dynamics(c, 1.0, 1.0, 1.0, Y0=Y0 + 1j)
+    Z0 = Y0.copy()
+    Z0[2, 3] = np.nan
+    with pytest.raises(ValueError, match=r"^Z0 is not finite at index \(2, 3\)"):
+        th.population_dynamics(c, 1.0, 1.0, 1.0, Z0=Z0)
+    from scansnap._validate import finite
+    with pytest.raises(ValueError, match=r"^x must be real, got a complex array$"):
+        finite("x", torch.zeros(2, dtype=torch.complex64))

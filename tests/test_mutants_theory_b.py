@@ -241,12 +241,13 @@ def test_Gamma_and_B_n_name_their_arguments():
         th.B_n_ode([1.0], M, 3, ey, -1.0, 1.0)
 
 
-def test_omega1_states_a_true_minimum_for_M_below_2():
-    """M = 0: the message's minimum must be one that M = 1 would not also fail (2, or Lemma 8's 4)."""
-    with pytest.raises(ValueError, match=r"^M must be an integer >= [24], got 0"):
-        th.omega1(0)
-    with pytest.raises(ValueError, match=r"^M must be an integer >= 2, got 1$"):
-        th.omega1(1)
+def test_omega1_states_lemma8s_minimum_for_every_M_below_4():
+    """M = 0, 1, 2, 3 (and a negative M) get one message: Lemma 8's minimum 4, with its reason."""
+    for M in (-1, 0, 1, 2, 3):
+        with pytest.raises(ValueError, match=rf"^M must be an integer >= 4, got {M}: exp\(Mh\) - \(M-1\)Mh has no zero"):
+            th.omega1(M)
+    with pytest.raises(ValueError, match=r"^M must be an integer, got 4\.0$"):
+        th.omega1(4.0)
 
 
 # ---------------------------------------------------------------------------------------
