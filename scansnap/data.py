@@ -223,6 +223,7 @@ class SupportTable(NamedTuple):
     own_count: torch.Tensor   # (K,) long: how many of class n's own slots hold real tokens
     n_shared: int             # the first n_shared slots of every class are the shared tokens
     own_width: int            # then own_width slots of the class's own tokens
+    bucket: torch.Tensor | None = None   # (K, CDF_BUCKETS) long: #{p: cum[n, p] < k / CDF_BUCKETS}
 
 
 class SupportBatch(NamedTuple):
@@ -302,6 +303,34 @@ def _multinomial_cdf(p: np.ndarray) -> np.ndarray:
     return cum
 
 
+CDF_BUCKETS = 4096   # a power of 2, so u * CDF_BUCKETS is exact in float64
+
+
+def _cdf_buckets(cum: np.ndarray):
+    """(K, CDF_BUCKETS) counts of boundaries below each bucket's start, or None when a bucket of
+    some row holds two boundaries (then the one comparison of :func:`_cdf_position` is not enough)."""
+    edges = np.arange(CDF_BUCKETS + 1) / CDF_BUCKETS
+    lo = np.stack([np.searchsorted(row, edges, side="left") for row in cum])   # (K, NB + 1)
+    if np.diff(lo, axis=1).max(initial=0) > 1:
+        return None
+    return np.ascontiguousarray(lo[:, :-1])
+
+
+def _cdf_position(table: SupportTable, cls, u: torch.Tensor) -> torch.Tensor:
+    """torch.searchsorted(table.cum[cls], u), the first p with cum[p] >= u, for u in [0, 1),
+    with one lookup and one comparison instead of a binary search: the bucket of u gives the
+    boundaries below it, and at most one boundary lies inside it. Exact (no rounding: u is
+    scaled by a power of 2 and compared with cum as it is)."""
+    k = u.mul(CDF_BUCKETS).long()
+    if table.plain:
+        lo = table.bucket[0][k]
+        return lo.add_(table.cum[0][lo] < u)
+    K, nb = table.bucket.shape
+    lo = table.bucket.view(-1)[k.add_((cls * nb)[..., None])]
+    p = table.cum.shape[1]
+    return lo.add_(table.cum.view(-1)[lo + (cls * p)[..., None]] < u)
+
+
 def support_table(classes: SequenceClasses, with_query: bool = False, device=None) -> SupportTable:
     """The slots of every class (see :class:`SupportTable`).
 
@@ -337,8 +366,10 @@ def support_table(classes: SequenceClasses, with_query: bool = False, device=Non
         token_slot[n, row] = np.arange(len(row))
     plain = bool(np.all(cum == cum[:1]) and np.all(slot_of == np.arange(p_max)))
     t = lambda a, dt=torch.long: torch.as_tensor(a, dtype=dt, device=device)
+    bucket = _cdf_buckets(cum)
     return SupportTable(t(cols), t(cum, torch.float64), t(slot_of), t(query_slot), t(token_slot),
-                        plain, t([len(x) for x in own]), len(shared), own_width)
+                        plain, t([len(x) for x in own]), len(shared), own_width,
+                        None if bucket is None else t(bucket))
 
 
 def sample_support(classes: SequenceClasses, batch: int, T: int, generators, table: SupportTable,
@@ -369,10 +400,13 @@ def sample_support(classes: SequenceClasses, batch: int, T: int, generators, tab
             u.append(torch.rand(batch, T - 1, generator=g, dtype=torch.float64, device=device))
         cls, u = torch.stack(cls), torch.stack(u)                  # (S, B), (S, B, T-1)
         # support position of each token: the first whose cumulative probability reaches u
-        if table.plain:
-            slot = torch.searchsorted(table.cum[0], u)
+        if table.bucket is not None:
+            pos = _cdf_position(table, cls, u)
+        elif table.plain:
+            pos = torch.searchsorted(table.cum[0], u)
         else:
-            slot = torch.gather(table.slot_of[cls], 2, torch.searchsorted(table.cum[cls], u))
+            pos = torch.searchsorted(table.cum[cls], u)
+        slot = pos if table.plain else torch.gather(table.slot_of[cls], 2, pos)
     counts = torch.zeros(*cls.shape, table.cols.shape[1], dtype=dtype, device=device)
     counts.scatter_add_(2, slot, torch.ones((), dtype=dtype, device=device).expand(slot.shape))
     query = torch.tensor(classes.query, device=device)[cls]

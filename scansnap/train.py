@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,6 +23,7 @@ from .model import SupportYZ, YZModel
 OPTIMIZERS = ("sgd", "adam")
 PATHS = ("counts", "support", "tokens")
 GRADS = ("lemma1", "autograd")
+MIN_RUNS_PER_WORKER = 8   # fewer runs a thread: the per-op overhead outweighs the second core
 DIVERGED_FACTOR = 10.0   # a run ending above 10 x max(first loss, ln M) has diverged (see train)
 
 
@@ -150,7 +152,7 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
           batch: int = 128, T: int = 128, optimizer: str = "sgd", momentum: float = 0.9,
           betas=(0.9, 0.999), init: str = "zero", normalize: bool = True,
           residual: bool = False, path: str = "counts", grad: str = "lemma1", snapshot_steps=(),
-          dtype=torch.float32, device=None, progress=False) -> TrainResult:
+          dtype=torch.float32, device=None, progress=False, workers=None) -> TrainResult:
     """Train R = len(seeds) (or len(eta_y), len(eta_z)) independent Y/Z models.
 
     Each step draws ``batch`` fresh sequences of length ``T`` (T-1 contextual tokens and
@@ -164,6 +166,10 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
     ``grad`` picks Lemma 1's closed-form gradients (counts and support paths) or autograd.
     ``progress`` is a bool or a tqdm bar to advance one tick per step. ``device=None`` is
     the package's default device (see :mod:`scansnap.book`: the CPU in the chapters).
+    ``workers``: on a CPU, the runs are split into this many sets trained side by side in
+    threads, one torch thread each (default: one per torch thread, at most one per
+    ``MIN_RUNS_PER_WORKER`` runs; 1 on a GPU). The split changes no number: each set draws
+    its seeds' batches from its own generators (``tests/test_fast_paths.py``).
 
     Two runs with the same (eta_y, eta_z, seed) would be the same run twice (and would
     shrink error bars): that is a ValueError.
@@ -210,6 +216,86 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
         if not 0 <= s <= steps:
             raise ValueError(f"snapshot step {s} out of range [0, {steps}]")
 
+    workers = _workers(workers, R, dev)
+    cfg = dict(steps=steps, batch=batch, T=T, optimizer=optimizer, momentum=momentum, betas=betas,
+               init=init, normalize=normalize, residual=residual, path=path, grad=grad, snaps=snaps,
+               dtype=dtype, dev=dev)
+    bar = progress if hasattr(progress, "update") else tqdm(
+        total=steps, disable=not progress, desc=f"training {R} runs", leave=False)
+    chunks = _chunks(seed_arr, workers)
+    if len(chunks) == 1:
+        parts = [_train_runs(classes, ey, ez, seed_arr, bar=bar, **cfg)]
+    else:
+        # Independent runs on the CPU's cores: one thread and one torch thread per chunk
+        # (torch releases the GIL inside each op). Each chunk draws its seeds' batches from
+        # its own generators, so a run's numbers do not depend on the split.
+        def one(i):
+            torch.set_num_threads(1)
+            c = chunks[i]
+            return _train_runs(classes, ey[c], ez[c], seed_arr[c], bar=bar if i == 0 else None, **cfg)
+        with ThreadPoolExecutor(len(chunks), thread_name_prefix="scansnap-train") as pool:
+            parts = list(pool.map(one, range(len(chunks))))
+    if bar is not progress:
+        bar.close()
+    losses, Y, Z, snapshots = _merge(chunks, parts, R)
+    if not np.all(np.isfinite(losses)):
+        r, s = (int(i) for i in np.argwhere(~np.isfinite(losses))[0])
+        raise FloatingPointError(
+            f"run {r} (eta_y={ey[r]:g}, eta_z={ez[r]:g}, seed={seed_arr[r]}) diverged: "
+            f"non-finite loss at step {s}")
+    diverged = _divergence_report(losses, classes.M, ey, ez, seed_arr)
+    return TrainResult(ey, ez, seed_arr, losses, Y, Z, snapshots,
+                       dict(steps=steps, batch=batch, T=T, optimizer=optimizer, path=path,
+                            momentum=momentum, betas=betas, init=init, normalize=normalize,
+                            residual=residual, device=str(dev)),
+                       diverged)
+
+
+def _workers(workers, R, dev) -> int:
+    """How many threads train the runs: on a CPU, one per torch thread (at most one per
+    MIN_RUNS_PER_WORKER runs); on a GPU, one (a GPU step is one kernel launch stream)."""
+    if workers is None:
+        if dev.type != "cpu":
+            return 1
+        return max(1, min(torch.get_num_threads(), R // MIN_RUNS_PER_WORKER))
+    return positive_int("workers", workers)
+
+
+def _chunks(seeds: np.ndarray, workers: int) -> list:
+    """Split the runs into at most ``workers`` lists of run indices of near-equal size,
+    keeping the runs of one seed together where that costs no balance (they share batches)."""
+    R = len(seeds)
+    workers = min(workers, R)
+    if workers == 1:
+        return [np.arange(R)]
+    order = np.argsort(seeds, kind="stable")     # runs of a seed adjacent
+    bounds = np.linspace(0, R, workers + 1).round().astype(int)
+    return [np.sort(order[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _merge(chunks, parts, R):
+    """The chunks' (losses, Y, Z, snapshots) put back in run order."""
+    if len(parts) == 1:
+        return parts[0]
+    steps = parts[0][0].shape[1]
+    losses = np.empty((R, steps))
+    Y = torch.empty((R,) + tuple(parts[0][1].shape[1:]), dtype=parts[0][1].dtype)
+    Z = torch.empty_like(Y)
+    snapshots = {s: torch.empty_like(Z) for s in parts[0][3]}
+    for c, (l, y, z, snaps) in zip(chunks, parts):
+        idx = torch.as_tensor(c)
+        losses[c] = l
+        Y[idx], Z[idx] = y, z
+        for s, zs in snaps.items():
+            snapshots[s][idx] = zs
+    return losses, Y, Z, snapshots
+
+
+def _train_runs(classes, ey, ez, seed_arr, *, steps, batch, T, optimizer, momentum, betas, init,
+                normalize, residual, path, grad, snaps, dtype, dev, bar):
+    """The training loop of :func:`train` for one set of runs (validated arguments); returns
+    (losses (R, steps), Y, Z, snapshots) on the CPU. ``bar``: a tqdm bar to advance, or None."""
+    R = len(seed_arr)
     model = YZModel(classes.M, R, init=init, seeds=seed_arr.tolist(), normalize=normalize,
                     residual=residual, dtype=dtype, device=dev)
     uniq, group = np.unique(seed_arr, return_inverse=True)
@@ -220,8 +306,6 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
 
     losses = np.empty((R, steps))
     snapshots = {}
-    bar = progress if hasattr(progress, "update") else tqdm(
-        total=steps, disable=not progress, desc=f"training {R} runs", leave=False)
     # the state the loop needs: the optimizer over (Y, Z), or over the packed rows of the support path
     lr_y, lr_z = torch.as_tensor(ey, device=dev), torch.as_tensor(ez, device=dev)
     if path == "support":
@@ -248,7 +332,8 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
                 loss = sup.grads(sb.counts.log_(), sb.classes, group_t)
                 opt.step()
             losses[:, s] = loss.cpu().double().numpy()
-            bar.update(1)
+            if bar is not None:
+                bar.update(1)
             continue
         draws = [sample_tokens(classes, batch, T, g, probs) for g in gens]
         tokens = torch.stack([d.tokens for d in draws])            # (S, B, T), S seeds
@@ -268,24 +353,13 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
             loss.sum().backward()
         opt.step()
         losses[:, s] = loss.detach().cpu().double().numpy()
-        bar.update(1)
-    if bar is not progress:
-        bar.close()
+        if bar is not None:
+            bar.update(1)
     if path == "support":
         sup.store(model.Y.data, model.Z.data)
     if steps in snaps:
         snapshots[steps] = model.Z.detach().cpu().clone()
-    if not np.all(np.isfinite(losses)):
-        r, s = (int(i) for i in np.argwhere(~np.isfinite(losses))[0])
-        raise FloatingPointError(
-            f"run {r} (eta_y={ey[r]:g}, eta_z={ez[r]:g}, seed={seed_arr[r]}) diverged: "
-            f"non-finite loss at step {s}")
-    diverged = _divergence_report(losses, classes.M, ey, ez, seed_arr)
-    return TrainResult(ey, ez, seed_arr, losses, model.Y.detach().cpu(), model.Z.detach().cpu(),
-                       snapshots, dict(steps=steps, batch=batch, T=T, optimizer=optimizer, path=path,
-                                       momentum=momentum, betas=betas, init=init, normalize=normalize,
-                                       residual=residual, device=str(dev)),
-                       diverged)
+    return losses, model.Y.detach().cpu(), model.Z.detach().cpu(), snapshots
 
 
 def _no_duplicate_runs(ey, ez, seeds):
