@@ -317,11 +317,11 @@ def _cdf_buckets(cum: np.ndarray):
 
 
 def _cdf_position(table: SupportTable, cls, u: torch.Tensor) -> torch.Tensor:
-    """torch.searchsorted(table.cum[cls], u), the first p with cum[p] >= u, for u in [0, 1),
+    """torch.searchsorted(table.cum[cls], u), the first p with cum[p] >= u, for u in [0, 1],
     with one lookup and one comparison instead of a binary search: the bucket of u gives the
     boundaries below it, and at most one boundary lies inside it. Exact (no rounding: u is
-    scaled by a power of 2 and compared with cum as it is)."""
-    k = u.mul(CDF_BUCKETS).long()
+    scaled by a power of 2 and compared with cum as it is). u = 1 reads the last bucket."""
+    k = u.mul(CDF_BUCKETS).long().clamp_(max=CDF_BUCKETS - 1)
     if table.plain:
         lo = table.bucket[0][k]
         return lo.add_(table.cum[0][lo] < u)

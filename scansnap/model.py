@@ -414,29 +414,35 @@ class SupportYZ:
             Z[:, self.z_rows.to(Z.device)] = self.Za
 
     @torch.no_grad()
-    def grads(self, logcounts: torch.Tensor, classes: torch.Tensor, group: torch.Tensor,
+    def grads(self, counts: torch.Tensor, classes: torch.Tensor, group: torch.Tensor,
               scale_y: torch.Tensor | None = None, scale_z: torch.Tensor | None = None) -> torch.Tensor:
         """Set ``Ys.grad``, ``Yo.grad``, ``Za.grad`` for the batches of S seeds; return the losses (R,).
 
-        logcounts (S, B, s): log of the slot counts (-inf where 0); classes (S, B); group (R,):
+        counts (S, B, s): the slot counts of each sequence; classes (S, B); group (R,):
         the seed of each run (run r trains on batch group[r]). ``scale_y``, ``scale_z`` (R,):
         multiply run r's gradients by these (SGD folds its rates in here: see :meth:`sgd_step`).
         """
         R, M, K, s, s0, o = self.R, self.M, self.K, self.s, self.s0, self.o
-        S, B, _ = logcounts.shape
-        dev = logcounts.device
+        S, B, _ = counts.shape
+        dev = counts.device
         Ys, Yo, Za = self.Ys, self.Yo, self.Za
         # each seed's batch in class order: the sums are the same (up to their order), and
         # consecutive sequences then read the same rows of Yo (2-3x faster gathers at M = 240)
         order = torch.argsort(classes, dim=1, stable=True)
         classes = classes.gather(1, order)
-        logcounts = logcounts.gather(1, order[..., None].expand(S, B, s))
+        counts = counts.gather(1, order[..., None].expand(S, B, s))
         per_run = lambda x: x.index_select(0, group)                     # (S, ...) -> (R, ...)
         cls = per_run(classes)                                           # (R, B)
-        # forward. c = X^T b_T = softmax_l(z_{x_T, l} + log count_l) over the slots (Eq. 20)
+        # forward. c = X^T b_T = softmax_l(z_{x_T, l} + log count_l) over the slots (Eq. 20),
+        # taken as count_l exp(z_l) / sum: the exponentials once per class row, not per sequence
         zs = Za.view(R, -1).index_select(1, self.z_index.view(-1)).view(R, K, s)
-        c = torch.softmax(torch.gather(zs, 1, cls[..., None].expand(R, B, s)).add_(per_run(logcounts)), -1)
-        f = c / c.norm(dim=-1, keepdim=True) if self.normalize else c    # LN
+        idx = cls[..., None].expand(R, B, s)
+        c = torch.gather(zs.sub(zs.amax(-1, keepdim=True)).exp_(), 1, idx).mul_(per_run(counts))
+        total = c.norm(dim=-1, keepdim=True) if self.normalize else c.sum(-1, keepdim=True)
+        if not bool(total.min() > 0):   # all of a sequence's slots underflowed (or a NaN): in the log domain
+            c = torch.softmax(torch.gather(zs, 1, idx).add_(per_run(counts).log()), -1)
+            total = c.norm(dim=-1, keepdim=True) if self.normalize else 1.0
+        f = c / total                                                    # LN (c itself when normalize=False)
         # logits = Y^T f: the shared rows for every sequence, then each sequence's own rows
         if o:   # own rows first, then the shared ones added by the product itself (one pass fewer)
             idx = per_run(self.own_row.index_select(0, classes.view(-1)).view(S, B, o)).add_(
@@ -484,7 +490,9 @@ class SupportYZ:
         """SGD with momentum on gradients that already carry each run's rate (``grads(...,
         scale_y=eta_y, scale_z=eta_z)``): m = momentum m + eta g, p -= m, which is PyTorch's
         m = momentum m + g, p -= eta m with m scaled by eta. Two passes over the rows that
-        move instead of three: on the largest sweeps this step is memory-bound."""
+        move instead of three: on the largest sweeps this step is memory-bound. (torch.optim's
+        fused SGD would make it one pass, 1.25x faster, but building it imports torch._dynamo:
+        0.8 s, more than it saves in a whole Fig. 6 sweep.)"""
         params = (self.Ys, self.Yo, self.Za)
         if not buffers:
             buffers.extend(torch.zeros_like(p) for p in params)

@@ -167,9 +167,10 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
     ``progress`` is a bool or a tqdm bar to advance one tick per step. ``device=None`` is
     the package's default device (see :mod:`scansnap.book`: the CPU in the chapters).
     ``workers``: on a CPU, the runs are split into this many sets trained side by side in
-    threads, one torch thread each (default: one per torch thread, at most one per
-    ``MIN_RUNS_PER_WORKER`` runs; 1 on a GPU). The split changes no number: each set draws
-    its seeds' batches from its own generators (``tests/test_fast_paths.py``).
+    threads, one torch thread each (default with ``grad='lemma1'``: one per torch thread, at
+    most one per ``MIN_RUNS_PER_WORKER`` runs; 1 on a GPU or with autograd). Each set draws its
+    seeds' batches from its own generators, so with Lemma 1 the split changes no bit; with
+    autograd, the last bits (``tests/test_fast_paths.py``).
 
     Two runs with the same (eta_y, eta_z, seed) would be the same run twice (and would
     shrink error bars): that is a ValueError.
@@ -216,7 +217,7 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
         if not 0 <= s <= steps:
             raise ValueError(f"snapshot step {s} out of range [0, {steps}]")
 
-    workers = _workers(workers, R, dev)
+    workers = _workers(workers, R, dev, grad)
     cfg = dict(steps=steps, batch=batch, T=T, optimizer=optimizer, momentum=momentum, betas=betas,
                init=init, normalize=normalize, residual=residual, path=path, grad=grad, snaps=snaps,
                dtype=dtype, dev=dev)
@@ -251,11 +252,13 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
                        diverged)
 
 
-def _workers(workers, R, dev) -> int:
-    """How many threads train the runs: on a CPU, one per torch thread (at most one per
-    MIN_RUNS_PER_WORKER runs); on a GPU, one (a GPU step is one kernel launch stream)."""
+def _workers(workers, R, dev, grad) -> int:
+    """How many threads train the runs: on a CPU with Lemma 1's gradients, one per torch
+    thread (at most one per MIN_RUNS_PER_WORKER runs); else one. On a GPU a step is one
+    stream of kernels; with autograd the split moves the last bits (its reductions follow
+    the thread count), and the book's stored outputs are bit-for-bit."""
     if workers is None:
-        if dev.type != "cpu":
+        if dev.type != "cpu" or grad != "lemma1":
             return 1
         return max(1, min(torch.get_num_threads(), R // MIN_RUNS_PER_WORKER))
     return positive_int("workers", workers)
@@ -326,10 +329,10 @@ def _train_runs(classes, ey, ez, seed_arr, *, steps, batch, T, optimizer, moment
         if path == "support":
             sb = sample_support(classes, batch, T, gens, table, dtype)
             if optimizer == "sgd":
-                loss = sup.grads(sb.counts.log_(), sb.classes, group_t, lr_y.to(dtype), lr_z.to(dtype))
+                loss = sup.grads(sb.counts, sb.classes, group_t, lr_y.to(dtype), lr_z.to(dtype))
                 sup.sgd_step(momentum, sgd_buffers)
             else:
-                loss = sup.grads(sb.counts.log_(), sb.classes, group_t)
+                loss = sup.grads(sb.counts, sb.classes, group_t)
                 opt.step()
             losses[:, s] = loss.cpu().double().numpy()
             if bar is not None:

@@ -88,7 +88,7 @@ def test_support_gradients_equal_lemma1_dense(c, normalize):
     group = torch.tensor([0, 1, 0, 1, 1])
     sb = sample_support(c, B, T, [torch.Generator().manual_seed(s) for s in range(S)], table, dtype=torch.float64)
     sup = SupportYZ(m, c, table)
-    loss = sup.grads(sb.counts.log(), sb.classes, group)
+    loss = sup.grads(sb.counts, sb.classes, group)
     tokens = torch.stack([sample_tokens(c, B, T, torch.Generator().manual_seed(s)).tokens for s in range(S)])
     ref = m.lemma1_grads(counts_from_tokens(tokens, c.M, torch.float64).log()[group], tokens[group][..., -1],
                          torch.as_tensor(c.next_token.copy())[sb.classes[group]])
@@ -123,13 +123,16 @@ def test_support_training_equals_counts_training(optimizer, init, normalize):
 
 
 def test_paths_and_their_limits():
-    """The dense counts path stays the default (the book's numbers); the Fig. 6 sweep uses support."""
+    """The dense counts path stays the default (the book's numbers); the Fig. 6 sweep uses support
+    at every num_last (faster on 2 cores even at M = 33, bench/fig6.md)."""
     from scansnap.experiments import syn_medium_sweep
     c = syn_small()
     assert train(c, steps=2).config["path"] == "counts"
     assert train(c, steps=2, path="support").config["path"] == "support"
     sweep = syn_medium_sweep(num_last=(1, 3), eta_z=(1,), ratio=(1,), seeds=(1,), steps=2)
-    assert sweep[1][1].config["path"] == "counts" and sweep[3][1].config["path"] == "support"
+    assert sweep[1][1].config["path"] == "support" and sweep[3][1].config["path"] == "support"
+    assert syn_medium_sweep(num_last=(1,), eta_z=(1,), ratio=(1,), seeds=(1,), steps=2,
+                            path="counts")[1][1].config["path"] == "counts"
     with pytest.raises(ValueError, match="path='support'"):
         train(c, steps=2, path="support", residual=True)
     with pytest.raises(ValueError, match="path='support'"):
@@ -146,3 +149,107 @@ def test_support_float32_close_to_counts():
     a, b = train(c, path="counts", **kw), train(c, path="support", **kw)
     np.testing.assert_allclose(distinct_entropy(c, b.Z), distinct_entropy(c, a.Z), atol=1e-5, rtol=0)
     np.testing.assert_allclose(b.loss, a.loss, atol=1e-4, rtol=0)
+
+
+# --- the speed-ups of the Fig. 6 sweep (issue 12): each must change no number -----------------
+
+def test_cdf_bucket_lookup_is_searchsorted():
+    """The support sampler's O(1) lookup gives torch.searchsorted's position for every u,
+    the boundaries themselves and their float64 neighbours included; a table whose class has
+    two boundaries in one bucket has no lookup and falls back to searchsorted."""
+    from scansnap.data import CDF_BUCKETS, _cdf_position
+    looked = 0
+    for c in _tables():
+        t = support_table(c)
+        if t.bucket is None:
+            continue
+        looked += 1
+        K, p = t.cum.shape
+        g = torch.Generator().manual_seed(0)
+        cls = torch.randint(K, (3, 7), generator=g)
+        u = torch.rand(3, 7, 500, dtype=torch.float64, generator=g)
+        edges = t.cum[cls][..., :].clamp(max=1 - 2 ** -53)                 # (3, 7, p): every boundary
+        edges = torch.where(torch.isfinite(edges), edges, 0.5)
+        u = torch.cat([u, edges, torch.nextafter(edges, torch.zeros(())), torch.nextafter(edges, torch.ones(())),
+                       torch.full((3, 7, 1), 0.0, dtype=torch.float64),
+                       torch.full((3, 7, 1), 1 - 2 ** -53, dtype=torch.float64),
+                       torch.full((3, 7, 1), 1.0, dtype=torch.float64),
+                       (torch.arange(CDF_BUCKETS, dtype=torch.float64) / CDF_BUCKETS).expand(3, 7, -1)], -1)
+        ref = torch.searchsorted(t.cum[cls], u)
+        assert torch.equal(_cdf_position(t, cls, u), ref), repr(c)
+    assert looked >= 8
+    # a token of probability 1e-6 puts two boundaries into one bucket: no lookup, same draws
+    p = np.array([[0.5, 1e-6, 0.5 - 1e-6, 0.0], [0.0, 0.25, 0.25, 0.5]])
+    c = SequenceClasses(p, np.array([3, 0]), np.array([0, 3]))
+    t = support_table(c)
+    assert t.bucket is None
+    g1, g2 = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
+    sb = sample_support(c, 64, 200, [g2], t, dtype=torch.float64)
+    assert torch.equal(_full_counts(t, sb, c.M)[0],
+                       counts_from_tokens(sample_tokens(c, 64, 200, g1).tokens, c.M, torch.float64))
+
+
+@pytest.mark.parametrize("path", ["counts", "support"])
+def test_runs_split_over_threads_change_no_bit(path):
+    """train(workers=k) trains the runs in k threads: with Lemma 1's gradients, every loss,
+    Y, Z and snapshot is bit-for-bit that of one thread (float32, a grid of rates and seeds)."""
+    c = syn_medium(3)
+    ey, ez = np.repeat([0.5, 2.0, 5.0, 1.0], 3), np.tile([0.5, 1.0, 3.0], 4)
+    kw = dict(eta_y=np.r_[ey, ey], eta_z=np.r_[ez, ez], seeds=np.repeat([1, 2], 12), steps=12, batch=16,
+              T=32, init="default", path=path, snapshot_steps=[0, 5, 12])
+    one = train(c, workers=1, **kw)
+    for k in (2, 3):
+        many = train(c, workers=k, **kw)
+        np.testing.assert_array_equal(many.loss, one.loss)
+        assert torch.equal(many.Y, one.Y) and torch.equal(many.Z, one.Z)
+        assert all(torch.equal(many.snapshots[s], one.snapshots[s]) for s in (0, 5, 12))
+        np.testing.assert_array_equal(many.seed, one.seed)
+
+
+def test_how_runs_are_split():
+    from scansnap.train import _chunks, _workers
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    threads = torch.get_num_threads()
+    assert _workers(None, 160, cpu, "lemma1") == min(threads, 20)
+    assert _workers(None, 7, cpu, "lemma1") == 1                   # too few runs for a second thread
+    assert _workers(None, 160, cpu, "autograd") == 1               # its last bits follow the thread count
+    assert _workers(None, 160, cuda, "lemma1") == 1
+    assert _workers(3, 160, cpu, "autograd") == 3
+    with pytest.raises(ValueError, match="workers"):
+        train(syn_small(), steps=2, workers=0)
+    seeds = np.repeat([4, 1, 3], [5, 4, 3])
+    for k in (1, 2, 3, 5, 20):
+        parts = _chunks(seeds, k)
+        assert len(parts) == min(k, len(seeds))
+        np.testing.assert_array_equal(np.sort(np.concatenate(parts)), np.arange(len(seeds)))
+        sizes = [len(p) for p in parts]
+        assert max(sizes) - min(sizes) <= 1
+    assert [sorted(set(seeds[p])) for p in _chunks(seeds, 3)] == [[1], [3, 4], [4]]   # a seed's runs stay together where they can
+
+
+def test_support_path_underflow_takes_the_log_domain():
+    """c = count * exp(z) / sum is computed from exp(z - max z) per class row: when every slot a
+    sequence holds is > 745 below the row's largest z (float64), all its products underflow,
+    and the path must fall back to the softmax in the log domain, not return NaN."""
+    c = syn_medium(1)
+    R, B, T = 2, 16, 4       # 3 tokens a sequence: most slots of a sequence hold no token
+    m = YZModel(c.M, R, init="default", seeds=[1, 2], dtype=torch.float64)
+    table = support_table(c)
+    with torch.no_grad():
+        for n in range(c.K):   # one slot of every class row far above the rest
+            m.Z[:, c.query[n], table.cols[n, 0]] = 1000.0
+    sb = sample_support(c, B, T, [torch.Generator().manual_seed(0)], table, dtype=torch.float64)
+    group = torch.tensor([0, 0])
+    assert bool((sb.counts[..., 0] == 0).any())   # some sequence lacks that slot: its products underflow
+    sup = SupportYZ(m, c, table)
+    loss = sup.grads(sb.counts, sb.classes, group)
+    tokens = sample_tokens(c, B, T, torch.Generator().manual_seed(0)).tokens[None]
+    ref = m.lemma1_grads(counts_from_tokens(tokens, c.M, torch.float64).log()[group], tokens[group][..., -1],
+                         torch.as_tensor(c.next_token.copy())[sb.classes[group]])
+    assert torch.isfinite(loss).all()
+    torch.testing.assert_close(loss, ref, atol=TOL, rtol=0)
+    gZ = torch.zeros_like(m.Z)
+    with torch.no_grad():
+        sup.Za.copy_(sup.Za.grad)
+    sup.store(torch.zeros_like(m.Y), gZ)
+    torch.testing.assert_close(gZ, m.Z.grad, atol=TOL, rtol=0)
