@@ -1,7 +1,10 @@
 """Benchmark: the whole Fig. 6 sweep (640 runs x 100 steps), side by side in one process:
 
-- ``support``: the default trainer, ``train(path="support")``: Lemma 1 on each class's ~20
-  support tokens, batches counted over the support (the tokens torch.multinomial draws);
+- ``before`` (with ``--before DIR``): the sweep of an earlier commit checked out in DIR, in a
+  subprocess of the same run;
+- ``fast``: the default sweep, ``train(path="support")``: Lemma 1 on each class's ~20 support
+  tokens, batches counted over the support (the tokens torch.multinomial draws), the runs
+  split over the cores (``train(workers=...)``); ``one thread``: the same in one Python thread;
 - ``dense``: the batched trainer before it, ``train(path="counts")``: counts and products
   over all M tokens (kept as the reference the support path is tested against);
 - ``per-run``: the paper's setting read plainly (the authors' Model2): one model per run,
@@ -13,7 +16,7 @@
 Times are wall-clock and CPU seconds of the training calls (imports and plots excluded);
 ``uptime`` is printed beside them: on a shared machine, compare ratios, not seconds.
 
-    python bench/bench_fig6.py [--baseline-runs 2] [--steps 100] [--profile] [--write FILE]
+    python bench/bench_fig6.py [--baseline-runs 2] [--steps 100] [--profile] [--before DIR] [--write FILE]
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import argparse
 import os
 import platform
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -113,21 +117,40 @@ def profile_table(path, nl=10, steps=10, rows=12):
     return ["| operator | calls a step | share of self time |", "|---|---|---|", *lines]
 
 
+def time_before(checkout, steps):
+    """(wall, CPU, commit) of the whole sweep at an earlier commit, imports excluded."""
+    code = ("import time, torch; from scansnap.experiments import syn_medium_sweep; "
+            "t, c = time.perf_counter(), time.process_time(); "
+            f"syn_medium_sweep(steps={steps}); "
+            "print(time.perf_counter() - t, time.process_time() - c)")
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(checkout))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         cwd=checkout).stdout.split()
+    rev = subprocess.run(["git", "-C", checkout, "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True).stdout.strip()
+    print(f"before ({rev}): {float(out[0]):.1f} s wall, {float(out[1]):.1f} s CPU", flush=True)
+    return float(out[0]), float(out[1]), rev
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--baseline-runs", type=int, default=2, help="per-run baseline runs timed per num_last")
     ap.add_argument("--steps", type=int, default=COMMON["steps"], help="steps per run (paper: 100)")
     ap.add_argument("--profile", action="store_true", help="add where the time goes (torch.profiler, num_last 10)")
     ap.add_argument("--write", help="write the Markdown report to this file")
+    ap.add_argument("--before", help="a checkout of an earlier commit (git worktree): its sweep is timed "
+                                     "in a subprocess in the same run, as the 'before' row")
     a = ap.parse_args()
     check_same_computation()
     steps = a.steps
     up0 = uptime()
 
-    # "fast": the sweep as `reproduce fig6` runs it (support path where num_last >= 3);
+    # "fast": the sweep as `reproduce fig6` runs it (support path, runs split over the cores);
+    # "one thread": the same in one Python thread (torch's own intra-op threads only);
     # "dense": every num_last on the counts path. Timed per num_last; "fast" twice.
     sweeps, times = {}, {}
-    for label, kw in (("fast", {}), ("dense", dict(path="counts")), ("fast", {})):
+    before = time_before(a.before, steps) if a.before else None
+    for label, kw in (("fast", {}), ("one thread", dict(workers=1)), ("dense", dict(path="counts")), ("fast", {})):
         sw, per_nl = {}, []
         for nl in FIG6["num_last"]:
             part, wall, cpu = timed(lambda: syn_medium_sweep(num_last=(nl,), steps=steps, **kw))
@@ -173,15 +196,22 @@ def main():
         "",
         f"| trainer ({n_runs} runs x {steps} steps) | wall | CPU | speed-up vs per-run loop (wall) |",
         "|---|---|---|---|",
-        *[f"| `syn_medium_sweep()`: support path for num_last >= 3 (run {k + 1}) | {w:.1f} s | {c:.1f} s | "
+        *([f"| before: `syn_medium_sweep()` at `{before[2]}` (a subprocess, same run) | {before[0]:.1f} s | "
+           f"{before[1]:.1f} s | {t_base / before[0]:.0f}x |"] if before else []),
+        *[f"| `syn_medium_sweep()`: support path, runs split over the cores (run {k + 1}) | {w:.1f} s | {c:.1f} s | "
           f"{t_base / w:.0f}x |" for k, (w, c) in enumerate(tot["fast"])],
+        f"| `syn_medium_sweep(workers=1)`: the same in one thread | {tot['one thread'][0][0]:.1f} s | "
+        f"{tot['one thread'][0][1]:.1f} s | {t_base / tot['one thread'][0][0]:.0f}x |",
         f"| `syn_medium_sweep(path=\"counts\")`: dense counts path | {dense[0]:.1f} s | {dense[1]:.1f} s | "
         f"{t_base / dense[0]:.0f}x |",
         f"| per-run loop ({a.baseline_runs} runs per num_last, scaled to {per_group}) | {t_base:.0f} s | | 1x |",
         "",
         f"Fast vs dense: **{dense[0] / fast[0]:.1f}x** wall, **{dense[1] / fast[1]:.1f}x** CPU (best fast run); "
         f"fast vs the per-run loop: **{t_base / fast[0]:.0f}x** wall. Largest difference of the 640 Fig. 6 "
-        f"entropies between the two (float32; the order of summation differs): {d_ent:.1e}.",
+        f"entropies between the two (float32; the order of summation differs): {d_ent:.1e}. "
+        f"Split over the cores vs one thread: **{tot['one thread'][0][0] / fast[0]:.2f}x** wall; the entropies "
+        f"are bit-for-bit the same: {bool(np.array_equal(ent['fast'], ent['one thread']))}."
+        + (f" Fast vs before: **{before[0] / fast[0]:.2f}x** wall, {before[1] / fast[1]:.2f}x CPU." if before else ""),
         "",
         "| num_last | M | fast path | dense: wall / CPU | fast: wall / CPU | CPU ratio |",
         "|---|---|---|---|---|---|",
