@@ -394,11 +394,11 @@ def sample_support(classes: SequenceClasses, batch: int, T: int, generators, tab
         cls = torch.stack([d.classes for d in draws])
         slot = torch.gather(table.token_slot[cls], 2, torch.stack([d.tokens[:, :1] for d in draws]))
     else:
-        cls, u = [], []
-        for g in generators:
-            cls.append(torch.randint(classes.K, (batch,), generator=g, device=device))
-            u.append(torch.rand(batch, T - 1, generator=g, dtype=torch.float64, device=device))
-        cls, u = torch.stack(cls), torch.stack(u)                  # (S, B), (S, B, T-1)
+        cls = torch.empty(len(generators), batch, dtype=torch.long, device=device)
+        u = torch.empty(len(generators), batch, T - 1, dtype=torch.float64, device=device)
+        for i, g in enumerate(generators):   # in place: the same draws as randint, then rand
+            torch.randint(classes.K, (batch,), generator=g, out=cls[i], device=device)
+            torch.rand(batch, T - 1, generator=g, out=u[i], dtype=torch.float64, device=device)
         # support position of each token: the first whose cumulative probability reaches u
         if table.bucket is not None:
             pos = _cdf_position(table, cls, u)

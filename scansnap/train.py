@@ -7,6 +7,7 @@ drawn per distinct seed and step, and every run of that seed trains on it.
 """
 from __future__ import annotations
 
+import ctypes
 import itertools
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -218,6 +219,8 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
             raise ValueError(f"snapshot step {s} out of range [0, {steps}]")
 
     workers = _workers(workers, R, dev, grad)
+    if dev.type == "cpu":
+        _keep_freed_memory()
     cfg = dict(steps=steps, batch=batch, T=T, optimizer=optimizer, momentum=momentum, betas=betas,
                init=init, normalize=normalize, residual=residual, path=path, grad=grad, snaps=snaps,
                dtype=dtype, dev=dev)
@@ -250,6 +253,26 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
                             momentum=momentum, betas=betas, init=init, normalize=normalize,
                             residual=residual, device=str(dev)),
                        diverged)
+
+
+_MALLOC_SET = []
+
+
+def _keep_freed_memory():
+    """glibc (Linux) only, once per process: freed blocks of up to 32 MB stay in the process
+    for the next allocation instead of going back to the system (M_MMAP_THRESHOLD and
+    M_TRIM_THRESHOLD of mallopt(3)). A training step frees and allocates the same few arrays
+    of 1-15 MB; returned, each comes back as fresh pages, page-faulted one at a time: 5-10% of
+    the Fig. 6 sweep (bench/RESULTS.md). The cost: the process keeps its peak heap."""
+    if _MALLOC_SET:
+        return
+    _MALLOC_SET.append(True)
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 32 << 20)   # M_MMAP_THRESHOLD (glibc's largest): blocks up to 32 MB from the heap
+        libc.mallopt(-1, 1 << 30)    # M_TRIM_THRESHOLD: keep up to 1 GB of freed heap
+    except (OSError, AttributeError):   # not glibc: its allocator, as it is
+        pass
 
 
 def _workers(workers, R, dev, grad) -> int:
