@@ -107,7 +107,7 @@ def profile_table(path, nl=10, steps=10, rows=12):
     from scansnap.train import train
     ey, ez, sd = lr_grid(FIG6["eta_z"], FIG6["ratio"], FIG6["seeds"])
     c = syn_medium(nl)
-    kw = dict(COMMON, init="default", steps=steps, path=path)
+    kw = dict(COMMON, init="default", steps=steps, path=path, workers=1)   # the profiler sees this thread
     train(c, eta_y=ey, eta_z=ez, seeds=sd, **dict(kw, steps=2))
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         train(c, eta_y=ey, eta_z=ez, seeds=sd, **kw)

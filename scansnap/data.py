@@ -322,13 +322,14 @@ def _cdf_position(table: SupportTable, cls, u: torch.Tensor) -> torch.Tensor:
     boundaries below it, and at most one boundary lies inside it. Exact (no rounding: u is
     scaled by a power of 2 and compared with cum as it is). u = 1 reads the last bucket."""
     k = u.mul(CDF_BUCKETS).long().clamp_(max=CDF_BUCKETS - 1)
+    take = lambda t, i: t.index_select(0, i.view(-1)).view(i.shape)   # 3-4x faster than t[i] here
     if table.plain:
-        lo = table.bucket[0][k]
-        return lo.add_(table.cum[0][lo] < u)
+        lo = take(table.bucket[0], k)
+        return lo.add_(take(table.cum[0], lo) < u)
     K, nb = table.bucket.shape
-    lo = table.bucket.view(-1)[k.add_((cls * nb)[..., None])]
+    lo = take(table.bucket.view(-1), k.add_((cls * nb)[..., None]))
     p = table.cum.shape[1]
-    return lo.add_(table.cum.view(-1)[lo + (cls * p)[..., None]] < u)
+    return lo.add_(take(table.cum.view(-1), lo + (cls * p)[..., None]) < u)
 
 
 def support_table(classes: SequenceClasses, with_query: bool = False, device=None) -> SupportTable:
@@ -409,6 +410,6 @@ def sample_support(classes: SequenceClasses, batch: int, T: int, generators, tab
         slot = pos if table.plain else torch.gather(table.slot_of[cls], 2, pos)
     counts = torch.zeros(*cls.shape, table.cols.shape[1], dtype=dtype, device=device)
     counts.scatter_add_(2, slot, torch.ones((), dtype=dtype, device=device).expand(slot.shape))
-    query = torch.tensor(classes.query, device=device)[cls]
-    labels = torch.tensor(classes.next_token, device=device)[cls]
+    query = torch.tensor(classes.query, device=device).index_select(0, cls.view(-1)).view(cls.shape)
+    labels = torch.tensor(classes.next_token, device=device).index_select(0, cls.view(-1)).view(cls.shape)
     return SupportBatch(counts, query, labels, cls)

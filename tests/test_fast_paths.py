@@ -253,3 +253,14 @@ def test_support_path_underflow_takes_the_log_domain():
         sup.Za.copy_(sup.Za.grad)
     sup.store(torch.zeros_like(m.Y), gZ)
     torch.testing.assert_close(gZ, m.Z.grad, atol=TOL, rtol=0)
+
+
+def test_cpu_training_keeps_freed_memory_once():
+    """train() on a CPU sets glibc's malloc to keep freed blocks (no page faults per step's
+    temporaries), once per process; calling it again changes nothing."""
+    import sys
+    tr = sys.modules["scansnap.train"]
+    train(syn_small(), steps=1)
+    assert tr._MALLOC_SET == [True]
+    tr._keep_freed_memory()
+    assert tr._MALLOC_SET == [True]
