@@ -178,6 +178,13 @@ def test_cdf_bucket_lookup_is_searchsorted():
         ref = torch.searchsorted(t.cum[cls], u)
         assert torch.equal(_cdf_position(t, cls, u), ref), repr(c)
     assert looked >= 8
+    # boundaries in the last two buckets (4094 and 4095): u in the last bucket passes both
+    t = support_table(SequenceClasses(np.array([[0.9996, 0.00025, 0.00015]]), np.array([0]), np.array([1])))
+    assert t.bucket is not None
+    u = torch.tensor([[[0.9997, 0.99984, 0.99986, 0.9999, 1 - 2 ** -53]]], dtype=torch.float64)
+    cls = torch.zeros(1, 1, dtype=torch.long)
+    assert torch.equal(_cdf_position(t, cls, u), torch.searchsorted(t.cum[cls], u))
+    assert _cdf_position(t, cls, u).tolist() == [[[1, 1, 2, 2, 2]]]
     # a token of probability 1e-6 puts two boundaries into one bucket: no lookup, same draws
     p = np.array([[0.5, 1e-6, 0.5 - 1e-6, 0.0], [0.0, 0.25, 0.25, 0.5]])
     c = SequenceClasses(p, np.array([3, 0]), np.array([0, 3]))
@@ -187,16 +194,26 @@ def test_cdf_bucket_lookup_is_searchsorted():
     sb = sample_support(c, 64, 200, [g2], t, dtype=torch.float64)
     assert torch.equal(_full_counts(t, sb, c.M)[0],
                        counts_from_tokens(sample_tokens(c, 64, 200, g1).tokens, c.M, torch.float64))
+    # the same with every class alike (a plain table): torch.searchsorted on the one row
+    p = np.array([[0.5, 1e-6, 0.5 - 1e-6, 0.0], [0.5, 1e-6, 0.5 - 1e-6, 0.0]])
+    c = SequenceClasses(p, np.array([3, 3]), np.array([0, 1]))
+    t = support_table(c)
+    assert t.bucket is None and t.plain
+    g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    sb = sample_support(c, 64, 200, [g2], t, dtype=torch.float64)
+    assert torch.equal(_full_counts(t, sb, c.M)[0],
+                       counts_from_tokens(sample_tokens(c, 64, 200, g1).tokens, c.M, torch.float64))
 
 
-@pytest.mark.parametrize("path", ["counts", "support"])
-def test_runs_split_over_threads_change_no_bit(path):
+@pytest.mark.parametrize("path,dtype", [("counts", torch.float32), ("support", torch.float32),
+                                        ("support", torch.float64)])
+def test_runs_split_over_threads_change_no_bit(path, dtype):
     """train(workers=k) trains the runs in k threads: with Lemma 1's gradients, every loss,
-    Y, Z and snapshot is bit-for-bit that of one thread (float32, a grid of rates and seeds)."""
+    Y, Z and snapshot is bit-for-bit that of one thread (a grid of rates and seeds)."""
     c = syn_medium(3)
     ey, ez = np.repeat([0.5, 2.0, 5.0, 1.0], 3), np.tile([0.5, 1.0, 3.0], 4)
     kw = dict(eta_y=np.r_[ey, ey], eta_z=np.r_[ez, ez], seeds=np.repeat([1, 2], 12), steps=12, batch=16,
-              T=32, init="default", path=path, snapshot_steps=[0, 5, 12])
+              T=32, init="default", path=path, snapshot_steps=[0, 5, 12], dtype=dtype)
     one = train(c, workers=1, **kw)
     for k in (2, 3):
         many = train(c, workers=k, **kw)
@@ -204,18 +221,22 @@ def test_runs_split_over_threads_change_no_bit(path):
         assert torch.equal(many.Y, one.Y) and torch.equal(many.Z, one.Z)
         assert all(torch.equal(many.snapshots[s], one.snapshots[s]) for s in (0, 5, 12))
         np.testing.assert_array_equal(many.seed, one.seed)
+        assert many.Y.dtype == many.Z.dtype == many.snapshots[5].dtype == dtype
 
 
-def test_how_runs_are_split():
+def test_how_runs_are_split(monkeypatch):
     from scansnap.train import _chunks, _workers
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
-    threads = torch.get_num_threads()
-    assert _workers(None, 160, cpu, "lemma1") == min(threads, 20)
-    assert _workers(None, 7, cpu, "lemma1") == 1                   # too few runs for a second thread
-    assert _workers(None, 160, cpu, "autograd") == 1               # its last bits follow the thread count
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 4)
+    assert _workers(None, 160, cpu, "lemma1") == 4                  # one per torch thread
+    assert _workers(None, 20, cpu, "lemma1") == 2                   # at most one per 8 runs
+    assert _workers(None, 7, cpu, "lemma1") == 1                    # too few runs for a second thread
+    assert _workers(None, 160, cpu, "autograd") == 1                # its last bits follow the thread count
     assert _workers(None, 160, cuda, "lemma1") == 1
+    assert _workers(None, 160, cuda, "autograd") == 1
     assert _workers(3, 160, cpu, "autograd") == 3
-    with pytest.raises(ValueError, match="workers"):
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match=r"^workers must be an integer >= 1, got 0"):
         train(syn_small(), steps=2, workers=0)
     seeds = np.repeat([4, 1, 3], [5, 4, 3])
     for k in (1, 2, 3, 5, 20):
@@ -253,6 +274,31 @@ def test_support_path_underflow_takes_the_log_domain():
         sup.Za.copy_(sup.Za.grad)
     sup.store(torch.zeros_like(m.Y), gZ)
     torch.testing.assert_close(gZ, m.Z.grad, atol=TOL, rtol=0)
+
+
+def test_keep_freed_memory_asks_glibc_once(monkeypatch):
+    """The two mallopt(3) settings, on libc.so.6, once; without glibc, nothing and no error."""
+    import sys
+    tr = sys.modules["scansnap.train"]
+    calls = []
+
+    class FakeLibc:
+        def mallopt(self, param, value):
+            calls.append((param, value))
+            return 1
+    monkeypatch.setattr(tr, "_MALLOC_SET", [])
+    monkeypatch.setattr(tr.ctypes, "CDLL", lambda name: calls.append(name) or FakeLibc())
+    tr._keep_freed_memory()
+    tr._keep_freed_memory()
+    assert calls == ["libc.so.6", (-3, 32 * 2 ** 20), (-1, 2 ** 30)]   # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
+    assert tr._MALLOC_SET == [True]
+
+    def no_glibc(name):
+        raise OSError(f"{name}: cannot open shared object file")
+    monkeypatch.setattr(tr, "_MALLOC_SET", [])
+    monkeypatch.setattr(tr.ctypes, "CDLL", no_glibc)
+    tr._keep_freed_memory()
+    assert tr._MALLOC_SET == [True]
 
 
 def test_cpu_training_keeps_freed_memory_once():
