@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import threading
 import warnings
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -233,12 +234,26 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
         # Independent runs on the CPU's cores: one thread and one torch thread per chunk
         # (torch releases the GIL inside each op). Each chunk draws its seeds' batches from
         # its own generators, so a run's numbers do not depend on the split.
+        # An error or a Ctrl-C in one stops the others at their next step, not at their end.
+        stop = threading.Event()
+
         def one(i):
             torch.set_num_threads(1)
             c = chunks[i]
-            return _train_runs(classes, ey[c], ez[c], seed_arr[c], bar=bar if i == 0 else None, **cfg)
+            try:
+                return _train_runs(classes, ey[c], ez[c], seed_arr[c], bar=bar if i == 0 else None,
+                                   stop=stop, **cfg)
+            except BaseException:
+                stop.set()
+                raise
         with ThreadPoolExecutor(len(chunks), thread_name_prefix="scansnap-train") as pool:
-            parts = list(pool.map(one, range(len(chunks))))
+            futures = [pool.submit(one, i) for i in range(len(chunks))]
+            try:
+                wait(futures, return_when=FIRST_EXCEPTION)
+                parts = [f.result() for f in futures]   # raises the first set's error, if any
+            except BaseException:
+                stop.set()
+                raise
     if bar is not progress:
         bar.close()
     losses, Y, Z, snapshots = _merge(chunks, parts, R)
@@ -262,8 +277,8 @@ def _keep_freed_memory():
     """glibc (Linux) only, once per process: freed blocks of up to 32 MB stay in the process
     for the next allocation instead of going back to the system (M_MMAP_THRESHOLD and
     M_TRIM_THRESHOLD of mallopt(3)). A training step frees and allocates the same few arrays
-    of 1-15 MB; returned, each comes back as fresh pages, page-faulted one at a time: 5-10% of
-    the Fig. 6 sweep (bench/RESULTS.md). The cost: the process keeps its peak heap."""
+    of 1-15 MB; returned, each comes back as fresh pages, page-faulted one at a time: about 4%
+    of the Fig. 6 sweep (bench/RESULTS.md). The cost: the process keeps its peak heap."""
     if _MALLOC_SET:
         return
     _MALLOC_SET.append(True)
@@ -318,9 +333,10 @@ def _merge(chunks, parts, R):
 
 
 def _train_runs(classes, ey, ez, seed_arr, *, steps, batch, T, optimizer, momentum, betas, init,
-                normalize, residual, path, grad, snaps, dtype, dev, bar):
+                normalize, residual, path, grad, snaps, dtype, dev, bar, stop=None):
     """The training loop of :func:`train` for one set of runs (validated arguments); returns
-    (losses (R, steps), Y, Z, snapshots) on the CPU. ``bar``: a tqdm bar to advance, or None."""
+    (losses (R, steps), Y, Z, snapshots) on the CPU. ``bar``: a tqdm bar to advance, or None;
+    ``stop``: a threading.Event that ends the loop early (another set failed), or None."""
     R = len(seed_arr)
     model = YZModel(classes.M, R, init=init, seeds=seed_arr.tolist(), normalize=normalize,
                     residual=residual, dtype=dtype, device=dev)
@@ -345,6 +361,8 @@ def _train_runs(classes, ey, ez, seed_arr, *, steps, batch, T, optimizer, moment
         buf = {}
         logc_runs = torch.empty(R, batch, classes.M, dtype=dtype, device=dev)
     for s in range(steps):
+        if stop is not None and stop.is_set():
+            return None
         if s in snaps:
             if path == "support":
                 sup.store(model.Y.data, model.Z.data)

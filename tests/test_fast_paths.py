@@ -310,3 +310,30 @@ def test_cpu_training_keeps_freed_memory_once():
     assert tr._MALLOC_SET == [True]
     tr._keep_freed_memory()
     assert tr._MALLOC_SET == [True]
+
+
+def test_an_error_in_one_thread_stops_the_others(monkeypatch):
+    """A failure in one set of runs is raised by train(), and the other set stops at its next
+    step instead of training to the end (so does a Ctrl-C in the caller)."""
+    import sys
+    import threading
+    tr = sys.modules["scansnap.train"]
+    real, calls = tr.sample_support, {}
+    failed = threading.Event()
+
+    def flaky(classes, batch, T, gens, *a, **k):
+        name = threading.current_thread().name
+        calls[name] = calls.get(name, 0) + 1
+        first = next(iter(calls))
+        if name != first:            # the second set fails at its first step...
+            failed.set()
+            raise RuntimeError("a planted failure")
+        if calls[name] == 2:         # ...while the first is still training
+            assert failed.wait(timeout=60)
+        return real(classes, batch, T, gens, *a, **k)
+    monkeypatch.setattr(tr, "sample_support", flaky)
+    ey, ez = np.repeat([0.5, 1.0, 2.0, 4.0], 4), np.tile([0.5, 1.0, 2.0, 3.0], 4)
+    with pytest.raises(RuntimeError, match="a planted failure"):
+        train(syn_medium(3), eta_y=ey, eta_z=ez, seeds=np.repeat([1, 2], 8), steps=400, batch=8, T=16,
+              init="default", path="support", workers=2)
+    assert len(calls) == 2 and max(calls.values()) < 400
