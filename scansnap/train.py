@@ -11,7 +11,7 @@ import ctypes
 import itertools
 import threading
 import warnings
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -234,7 +234,7 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
         # Independent runs on the CPU's cores: one thread and one torch thread per chunk
         # (torch releases the GIL inside each op). Each chunk draws its seeds' batches from
         # its own generators, so a run's numbers do not depend on the split.
-        # An error or a Ctrl-C in one stops the others at their next step, not at their end.
+        # An error in one set (or a Ctrl-C in the caller) stops the others at their next step.
         stop = threading.Event()
 
         def one(i):
@@ -249,8 +249,7 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
         with ThreadPoolExecutor(len(chunks), thread_name_prefix="scansnap-train") as pool:
             futures = [pool.submit(one, i) for i in range(len(chunks))]
             try:
-                wait(futures, return_when=FIRST_EXCEPTION)
-                parts = [f.result() for f in futures]   # raises the first set's error, if any
+                parts = [f.result() for f in futures]   # raises a set's error, if any
             except BaseException:
                 stop.set()
                 raise
