@@ -113,15 +113,50 @@ def wikitext_data(source="shipped", min_freq=LM_MIN_FREQ):
     return vocab.encode(corpus.train), vocab.encode(corpus.valid), vocab
 
 
-def fig7(steps=FIG7["steps"], layers=(1, 3), device=None, progress=False, source="shipped"):
-    """Fig. 7: lowest-layer attention on a validation window during SGD (lr 5), 1 and 3 layers."""
+def lm_workers(workers, runs: int, dev: torch.device) -> int:
+    """How many WikiText runs train side by side: on a CPU, one per torch thread (each run
+    then computes on one core: 1.2x the throughput of one run at a time on two cores, whose
+    memory-bound softmax and dropout use the second core poorly; bench/RESULTS.md); on a GPU,
+    one. A run's numbers depend on the thread count it computes with (the order of its sums),
+    not on the runs beside it."""
+    if workers is None:
+        return max(1, min(torch.get_num_threads(), runs)) if dev.type == "cpu" else 1
+    return positive_int("workers", workers)
+
+
+def lm_runs(fn, items, workers: int, progress=False, desc="runs"):
+    """``[fn(item, stop) for item in items]``: one after another, or on ``workers`` threads of
+    one torch thread each (:func:`scansnap._cpu.map_on_threads`); a progress bar over the runs."""
+    from ._cpu import map_on_threads
+    bar = tqdm(total=len(items), disable=not progress, desc=desc, unit="run")
+
+    def one(item, stop):
+        res = fn(item, stop)
+        bar.update()
+        return res
+    try:
+        if workers <= 1 or len(items) <= 1:
+            return [one(item, None) for item in items]
+        return map_on_threads(one, items, workers)
+    finally:
+        bar.close()
+
+
+def fig7(steps=FIG7["steps"], layers=(1, 3), device=None, progress=False, source="shipped", workers=None):
+    """Fig. 7: lowest-layer attention on a validation window during SGD (lr 5), 1 and 3 layers.
+    ``workers``: how many of the models train side by side (:func:`lm_workers`)."""
+    from ._validate import resolve_device
     from .lm import train_lm
+    dev = resolve_device(device)
     tr, va, vocab = wikitext_data(source)
     probe = va[:FIG7["window"]]
     snaps = sorted({int(round(x)) for x in np.linspace(0, steps, len(FIG7["snapshots"]))})   # 0, 500, 1000, 1500
-    results = {L: train_lm(tr, len(vocab), layers=L, lr=FIG7["lr"], steps=steps, probe=probe,
-                           snapshot_steps=snaps, device=device, progress=progress) for L in layers}
-    return results, probe, vocab
+    layers = list(layers)
+    res = lm_runs(lambda L, stop: train_lm(tr, len(vocab), layers=L, lr=FIG7["lr"], steps=steps, probe=probe,
+                                           snapshot_steps=snaps, device=dev, stop=stop,
+                                           progress=progress and L == layers[-1]),   # steps of the longest
+                  layers, lm_workers(workers, len(layers), dev))
+    return dict(zip(layers, res)), probe, vocab
 
 
 FREEZE = dict(lr=FIG7["lr"], steps=6000, every=250, layers=1)
@@ -196,16 +231,16 @@ def validation_attention_entropy(model, valid_ids, bptt=35, batches=20, batch=10
 
 
 def fig10(lrs=FIG10["lrs"], seeds=FIG10["seeds"], steps=FIG10["steps"], device=None, progress=False,
-          source="shipped", batched=None):
+          source="shipped", batched=None, workers=None):
     """Fig. 10: validation attention entropy of a 1-layer model vs the SGD learning rate.
 
     Rows (lr, seed, entropy, mean training loss of the last 20 steps), one per run. The runs
     are trained as one batched program (``scansnap.lm.train_lms``) where that is faster (on
-    a GPU; ``batched=None`` decides by device) and one at a time otherwise (on a CPU the
-    batched program is slower: see bench/RESULTS.md); both do the same arithmetic (equal to
-    rounding over a few steps, tested), but 300 SGD steps at these rates amplify rounding to
-    the spread between seeds, so the two give different rows, equally valid (see
-    :mod:`scansnap.lm`).
+    a GPU; ``batched=None`` decides by device) and model by model otherwise (on a CPU the
+    batched program is slower: see bench/RESULTS.md), ``workers`` of them side by side
+    (:func:`lm_workers`). All do the same arithmetic (equal to rounding over a few steps,
+    tested), but 300 SGD steps at these rates amplify rounding to the spread between seeds,
+    so they give different rows, equally valid (see :mod:`scansnap.lm`).
     """
     from ._validate import resolve_device
     from .lm import _runs, train_lm, train_lms
@@ -221,8 +256,9 @@ def fig10(lrs=FIG10["lrs"], seeds=FIG10["seeds"], steps=FIG10["steps"], device=N
         results = train_lms(tr, len(vocab), [r[0] for r in runs], [r[1] for r in runs], layers=1, steps=steps,
                             device=dev, progress=progress)
     else:
-        results = [train_lm(tr, len(vocab), layers=1, lr=lr, steps=steps, seed=s, device=dev)
-                   for lr, s in tqdm(runs, disable=not progress, desc="fig10 runs", unit="run")]
+        results = lm_runs(lambda run, stop: train_lm(tr, len(vocab), layers=1, lr=run[0], steps=steps, seed=run[1],
+                                                     device=dev, stop=stop),
+                          runs, lm_workers(workers, len(runs), dev), progress, "fig10 runs")
     return [(lr, s, validation_attention_entropy(res.model, va), float(res.loss[-20:].mean()))
             for (lr, s), res in zip(runs, results)]
 

@@ -14,6 +14,7 @@ claim, the trend over learning rates, is what carries across.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,8 +22,9 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from ._cpu import keep_freed_memory
 from ._validate import positive, positive_int, resolve_device
-from .model import EmbeddingTransformer
+from .model import Dropout, EmbeddingTransformer
 
 
 @dataclass
@@ -76,22 +78,59 @@ def train_lm(train_ids: torch.Tensor, vocab_size: int, *, layers: int = 1, heads
              d: int = 200, d_hidden: int = 200, dropout: float = 0.2, positional="sinusoidal",
              lr: float = 5.0, steps: int = 1500, batch: int = 20, bptt: int = 35, clip: float = 0.5,
              seed: int = 0, probe: torch.Tensor | None = None, snapshot_steps=(), device=None,
-             dtype=torch.float32, progress=False) -> LMResult:
+             dtype=torch.float32, progress=False, stop: threading.Event | None = None) -> LMResult | None:
     """Plain SGD (one learning rate, as the paper) on next-token prediction, PyTorch-tutorial style.
 
     The text is cut into ``batch`` columns and read in windows of ``bptt`` tokens, wrapping
     around; gradients are clipped to norm ``clip``. At ``snapshot_steps`` (after that many
     updates) the attention maps of every layer on ``probe`` (a (T,) token sequence) are saved,
     with dropout off. A non-finite loss stops training with a FloatingPointError naming the
-    run and the step.
+    run and the step. ``stop``: a threading.Event; once it is set, training ends at the next
+    step and returns None (the WikiText figures train runs side by side and stop the others
+    when one fails).
+
+    The initial weights come from the global stream seeded with ``seed``; the dropout masks
+    from a generator of the run's own that continues that stream (the draws of a plain
+    ``torch.manual_seed(seed)`` script), so runs on several threads draw what they would alone.
     """
     steps, batch, bptt, clip, vocab_size, snaps = _check(train_ids, vocab_size, steps, batch, bptt, clip,
                                                          probe, snapshot_steps)
     lr = positive("lr", lr)
     dev = resolve_device(device)
-    torch.manual_seed(seed)
-    model = EmbeddingTransformer(vocab_size, d=d, heads=heads, layers=layers, d_hidden=d_hidden,
-                                 dropout=dropout, positional=positional).to(device=dev, dtype=dtype)
+    model, gen = _build(seed, dev, dtype, vocab_size, d=d, heads=heads, layers=layers, d_hidden=d_hidden,
+                        dropout=dropout, positional=positional)
+    drops = [m for m in model.modules() if isinstance(m, Dropout)]
+    for m in drops:
+        m.generator = gen
+    try:
+        return _train_lm(model, train_ids, vocab_size, dev, lr=lr, steps=steps, batch=batch, bptt=bptt, clip=clip,
+                         seed=seed, probe=probe, snaps=snaps, progress=progress, stop=stop)
+    finally:
+        for m in drops:
+            m.generator = None
+
+
+_INIT = threading.Lock()
+
+
+def _build(seed, dev, dtype, vocab_size, **arch):
+    """Run ``seed``'s model and its dropout generator: the global stream seeded, the model
+    built from it, and the stream's state after that handed to a torch.Generator of the run's
+    own. One run at a time (a lock): runs on other threads seed the same global stream."""
+    with _INIT:
+        torch.manual_seed(seed)
+        model = EmbeddingTransformer(vocab_size, **arch).to(device=dev, dtype=dtype)
+        gen = torch.Generator(device=dev)
+        gen.set_state(torch.get_rng_state() if dev.type == "cpu" else torch.cuda.get_rng_state(dev))
+    if dev.type == "cpu":
+        keep_freed_memory()
+    return model, gen
+
+
+def _train_lm(model, train_ids, vocab_size, dev, *, lr, steps, batch, bptt, clip, seed, probe, snaps,
+              progress, stop):
+    """train_lm's loop, on a built model."""
+    layers, heads, dropout = len(model.blocks), model.blocks[0].attn.heads, model.drop.p
     data, n_windows = _data(train_ids, batch, bptt, dev)
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     out = {}
@@ -105,6 +144,8 @@ def train_lm(train_ids: torch.Tensor, vocab_size: int, *, layers: int = 1, heads
 
     losses = np.empty(steps)
     for s in tqdm(range(steps), disable=not progress, desc=f"{layers}-layer LM, lr {lr:g}", leave=False):
+        if stop is not None and stop.is_set():
+            return None
         if s in snaps:
             snapshot(s)
         i = (s % n_windows) * bptt
@@ -238,14 +279,9 @@ def train_lms(train_ids: torch.Tensor, vocab_size: int, lrs, seeds, *, layers: i
                                                          probe, snapshot_steps)
     lrs, seeds = _runs(lrs, seeds)
     dev = resolve_device(device)
-    models, gens = [], []
-    for s in seeds:      # init exactly as train_lm: seed the global stream, build, keep the stream after
-        torch.manual_seed(s)
-        models.append(EmbeddingTransformer(vocab_size, d=d, heads=heads, layers=layers, d_hidden=d_hidden,
-                                           dropout=dropout, positional=positional).to(device=dev, dtype=dtype))
-        g = torch.Generator(device=dev)
-        g.set_state(torch.get_rng_state() if dev.type == "cpu" else torch.cuda.get_rng_state(dev))
-        gens.append(g)
+    built = [_build(s, dev, dtype, vocab_size, d=d, heads=heads, layers=layers, d_hidden=d_hidden,
+                    dropout=dropout, positional=positional) for s in seeds]    # as train_lm draws them
+    models, gens = [m for m, _ in built], [g for _, g in built]
     net = _Stacked(models, dropout)
     data, n_windows = _data(train_ids, batch, bptt, dev)
     R = len(seeds)

@@ -247,14 +247,18 @@ class Dropout(nn.Dropout):
     """``nn.Dropout`` whose mask is ``bernoulli_`` on every device: what ``F.dropout`` computes on
     the CPU (bit for bit), and on CUDA what the batched trainer ``scansnap.lm.train_lms`` draws
     from each run's generator (CUDA's fused dropout kernel consumes the random stream
-    differently, so with it the Fig. 10 runs would differ batched and one at a time)."""
+    differently, so with it the Fig. 10 runs would differ batched and one at a time).
+    ``generator``: the torch.Generator the masks are drawn from (None: torch's default);
+    ``scansnap.lm.train_lm`` gives each run its own, so runs can train side by side."""
+
+    generator = None
 
     def forward(self, x):
         if not self.training or self.p == 0:
             return x
         if self.p == 1:  # nn.Dropout's answer; the mask below would divide by 1 - p = 0
             return torch.zeros_like(x)
-        noise = torch.empty_like(x).bernoulli_(1 - self.p)
+        noise = torch.empty_like(x).bernoulli_(1 - self.p, generator=self.generator)
         return x * noise.div_(1 - self.p)
 
 

@@ -7,17 +7,15 @@ drawn per distinct seed and step, and every run of that seed trains on it.
 """
 from __future__ import annotations
 
-import ctypes
 import itertools
-import threading
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from ._cpu import keep_freed_memory, map_on_threads
 from ._validate import integer, positive, positive_int, resolve_device, unit_interval
 from .data import SequenceClasses, sample_tokens, counts_from_tokens, sample_support, support_table
 from .model import SupportYZ, YZModel
@@ -221,7 +219,7 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
 
     workers = _workers(workers, R, dev, grad)
     if dev.type == "cpu":
-        _keep_freed_memory()
+        keep_freed_memory()
     cfg = dict(steps=steps, batch=batch, T=T, optimizer=optimizer, momentum=momentum, betas=betas,
                init=init, normalize=normalize, residual=residual, path=path, grad=grad, snaps=snaps,
                dtype=dtype, dev=dev)
@@ -231,28 +229,12 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
     if len(chunks) == 1:
         parts = [_train_runs(classes, ey, ez, seed_arr, bar=bar, **cfg)]
     else:
-        # Independent runs on the CPU's cores: one thread and one torch thread per chunk
-        # (torch releases the GIL inside each op). Each chunk draws its seeds' batches from
-        # its own generators, so a run's numbers do not depend on the split.
-        # An error in one set (or a Ctrl-C in the caller) stops the others at their next step.
-        stop = threading.Event()
-
-        def one(i):
-            torch.set_num_threads(1)
-            c = chunks[i]
-            try:
-                return _train_runs(classes, ey[c], ez[c], seed_arr[c], bar=bar if i == 0 else None,
-                                   stop=stop, **cfg)
-            except BaseException:
-                stop.set()
-                raise
-        with ThreadPoolExecutor(len(chunks), thread_name_prefix="scansnap-train") as pool:
-            futures = [pool.submit(one, i) for i in range(len(chunks))]
-            try:
-                parts = [f.result() for f in futures]   # raises a set's error, if any
-            except BaseException:
-                stop.set()
-                raise
+        # Independent runs on the CPU's cores, one torch thread per set of runs. Each set
+        # draws its seeds' batches from its own generators, so a run's numbers do not depend
+        # on the split; an error in one set (or a Ctrl-C) stops the others at their next step.
+        parts = map_on_threads(lambda i, stop: _train_runs(classes, ey[chunks[i]], ez[chunks[i]], seed_arr[chunks[i]],
+                                                           bar=bar if i == 0 else None, stop=stop, **cfg),
+                               range(len(chunks)), len(chunks))
     if bar is not progress:
         bar.close()
     losses, Y, Z, snapshots = _merge(chunks, parts, R)
@@ -267,26 +249,6 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
                             momentum=momentum, betas=betas, init=init, normalize=normalize,
                             residual=residual, device=str(dev)),
                        diverged)
-
-
-_MALLOC_SET = []
-
-
-def _keep_freed_memory():
-    """glibc (Linux) only, once per process: freed blocks of up to 32 MB stay in the process
-    for the next allocation instead of going back to the system (M_MMAP_THRESHOLD and
-    M_TRIM_THRESHOLD of mallopt(3)). A training step frees and allocates the same few arrays
-    of 1-15 MB; returned, each comes back as fresh pages, page-faulted one at a time: about 4%
-    of the Fig. 6 sweep (bench/RESULTS.md). The cost: the process keeps its peak heap."""
-    if _MALLOC_SET:
-        return
-    _MALLOC_SET.append(True)
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, 32 << 20)   # M_MMAP_THRESHOLD (glibc's largest): blocks up to 32 MB from the heap
-        libc.mallopt(-1, 1 << 30)    # M_TRIM_THRESHOLD: keep up to 1 GB of freed heap
-    except (OSError, AttributeError):   # not glibc: its allocator, as it is
-        pass
 
 
 def _workers(workers, R, dev, grad) -> int:

@@ -278,8 +278,7 @@ def test_support_path_underflow_takes_the_log_domain():
 
 def test_keep_freed_memory_asks_glibc_once(monkeypatch):
     """The two mallopt(3) settings, on libc.so.6, once; without glibc, nothing and no error."""
-    import sys
-    tr = sys.modules["scansnap.train"]
+    import scansnap._cpu as tr
     calls = []
 
     class FakeLibc:
@@ -288,8 +287,8 @@ def test_keep_freed_memory_asks_glibc_once(monkeypatch):
             return 1
     monkeypatch.setattr(tr, "_MALLOC_SET", [])
     monkeypatch.setattr(tr.ctypes, "CDLL", lambda name: calls.append(name) or FakeLibc())
-    tr._keep_freed_memory()
-    tr._keep_freed_memory()
+    tr.keep_freed_memory()
+    tr.keep_freed_memory()
     assert calls == ["libc.so.6", (-3, 32 * 2 ** 20), (-1, 2 ** 30)]   # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
     assert tr._MALLOC_SET == [True]
 
@@ -297,18 +296,17 @@ def test_keep_freed_memory_asks_glibc_once(monkeypatch):
         raise OSError(f"{name}: cannot open shared object file")
     monkeypatch.setattr(tr, "_MALLOC_SET", [])
     monkeypatch.setattr(tr.ctypes, "CDLL", no_glibc)
-    tr._keep_freed_memory()
+    tr.keep_freed_memory()
     assert tr._MALLOC_SET == [True]
 
 
 def test_cpu_training_keeps_freed_memory_once():
     """train() on a CPU sets glibc's malloc to keep freed blocks (no page faults per step's
     temporaries), once per process; calling it again changes nothing."""
-    import sys
-    tr = sys.modules["scansnap.train"]
+    import scansnap._cpu as tr
     train(syn_small(), steps=1)
     assert tr._MALLOC_SET == [True]
-    tr._keep_freed_memory()
+    tr.keep_freed_memory()
     assert tr._MALLOC_SET == [True]
 
 

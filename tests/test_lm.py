@@ -133,3 +133,96 @@ def test_dropout_is_torchs_on_the_cpu_bit_for_bit():
         assert torch.equal(a, b) and torch.equal(ga, gb)
         assert 0 < (b == 0).float().mean() < 1
     assert torch.equal(Dropout(0.5).eval()(x), x) and torch.equal(Dropout(0.0)(x), x)
+
+
+SMALL = dict(steps=4, batch=4, bptt=9, d=16, d_hidden=24)
+
+
+def test_train_lm_draws_what_a_plain_seeded_script_draws(data):
+    """train_lm's dropout generator continues the global stream after the init: its run is,
+    bit for bit, the tutorial loop of a script that only calls torch.manual_seed(seed)."""
+    import torch.nn.functional as F
+    from scansnap.model import Dropout, EmbeddingTransformer
+    from scansnap.wikitext import batchify
+    tr, _, vocab = data
+    V = len(vocab)
+    torch.manual_seed(5)
+    m = EmbeddingTransformer(V, d=16, d_hidden=24)
+    opt = torch.optim.SGD(m.parameters(), lr=2.0)
+    rows = batchify(tr[:3000], 4)
+    losses = []
+    for s in range(4):
+        x, y = rows[s * 9:s * 9 + 9].t(), rows[s * 9 + 1:s * 9 + 10].t()
+        loss = F.cross_entropy(m(x)[0].reshape(-1, V), y.reshape(-1))
+        losses.append(loss.item())
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 0.5)
+        opt.step()
+    res = train_lm(tr[:3000], V, lr=2.0, seed=5, **SMALL)
+    assert np.array_equal(res.loss, losses)
+    assert all(torch.equal(p, q) for p, q in zip(res.model.parameters(), m.parameters()))
+    assert all(mod.generator is None for mod in res.model.modules() if isinstance(mod, Dropout))
+
+
+def test_runs_side_by_side_equal_runs_alone_bit_for_bit(data):
+    """The WikiText figures' runs on two threads (one torch thread each, scansnap._cpu) ==
+    each run alone on one torch thread: the same losses and weights, bit for bit; the caller
+    keeps its torch thread count."""
+    import threading
+    tr, _, vocab = data
+    runs = [(1.0, 1), (5.0, 2), (3.0, 2)]
+    where = set()
+
+    def fn(run, stop):
+        where.add(threading.current_thread().name)
+        return train_lm(tr[:3000], len(vocab), lr=run[0], seed=run[1], stop=stop, **SMALL)
+    n = torch.get_num_threads()
+    side = ex.lm_runs(fn, runs, workers=2)
+    assert torch.get_num_threads() == n and len(where) == 2
+    torch.set_num_threads(1)
+    try:
+        alone = [fn(r, None) for r in runs]
+    finally:
+        torch.set_num_threads(n)
+    for a, b in zip(side, alone):
+        assert np.array_equal(a.loss, b.loss)
+        assert all(torch.equal(p, q) for p, q in zip(a.model.parameters(), b.model.parameters()))
+
+
+def test_lm_workers_rule(monkeypatch):
+    """One run per torch thread on a CPU (never more than the runs), one on a GPU."""
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 4)
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert ex.lm_workers(None, 25, cpu) == 4
+    assert ex.lm_workers(None, 2, cpu) == 2 and ex.lm_workers(None, 1, cpu) == 1
+    assert ex.lm_workers(None, 25, cuda) == 1
+    assert ex.lm_workers(3, 25, cpu) == 3 and ex.lm_workers(1, 25, cpu) == 1
+    for bad in (0, -2):
+        with pytest.raises(ValueError, match=f"workers must be an integer >= 1, got {bad}"):
+            ex.lm_workers(bad, 25, cpu)
+
+
+def test_a_failed_run_stops_the_runs_beside_it(data):
+    """An error in one run is raised; the run beside it stops at its next step (train_lm
+    returns None when ``stop`` is set); runs not yet started never start."""
+    import threading
+    from scansnap._cpu import map_on_threads
+    tr, _, vocab = data
+    stopped = threading.Event()
+    stopped.set()
+    assert train_lm(tr[:3000], len(vocab), stop=stopped, **SMALL) is None
+    started, seen = [], {}
+
+    def fn(item, stop):
+        started.append(item)
+        if item == 1:
+            raise RuntimeError("a planted failure")
+        if item == 0:
+            seen[0] = stop.wait(timeout=60)
+        return item
+    n = torch.get_num_threads()
+    with pytest.raises(RuntimeError, match="a planted failure"):
+        map_on_threads(fn, range(6), 2)
+    assert sorted(started) == [0, 1] and seen == {0: True}
+    assert torch.get_num_threads() == n
