@@ -9,8 +9,12 @@ matrix-multiply peak, side by side in one process.
 4. Steps/s against the vocabulary size V (random token ids; the cost does not depend on
    them), for the WikiText-103 extrapolation in RESULTS.md.
 5. Optional (``--torch-ref``): tokens/s against torch.nn.TransformerEncoder, same setting.
+6. Optional (``--before DIR``, a checkout of an earlier commit): ``experiments.fig7`` and
+   ``fig10`` at a few steps, that commit's and this one's, each in a fresh subprocess,
+   alternately (``--pairs`` times), in the same run.
 
-    python bench/bench_lm.py [--steps 20] [--runs 5] [--vocab 10111 33278 267735] [--write FILE]
+    python bench/bench_lm.py [--steps 20] [--runs 5] [--vocab 10111 33278 267735] [--before DIR]
+                             [--pairs 2] [--write FILE]
 """
 from __future__ import annotations
 
@@ -18,12 +22,13 @@ import argparse
 import math
 import os
 import subprocess
+import sys
 import time
 
 import torch
 import torch.nn as nn
 
-from scansnap.experiments import FIG7, FIG10, wikitext_data
+from scansnap.experiments import FIG7, FIG10, lm_runs, lm_workers, wikitext_data
 from scansnap.lm import train_lm, train_lms
 from scansnap.model import sinusoidal_encoding
 
@@ -122,18 +127,39 @@ def torch_ref_tokens_per_second(ids, V, steps, layers):
     return out
 
 
+def time_figures(checkout, steps, n_lrs):
+    """(fig7 wall, fig10 wall, commit): ``fig7(steps=steps)`` (its 1- and 3-layer models) and
+    ``fig10`` at its first ``n_lrs`` rates and first two seeds, ``steps`` each, at the commit
+    checked out in ``checkout``, in a fresh process (imports and the data excluded)."""
+    code = ("import time; from scansnap.experiments import FIG10, fig7, fig10, wikitext_data; wikitext_data(); "
+            f"t = time.perf_counter(); fig7(steps={steps}); t7 = time.perf_counter() - t; "
+            f"t = time.perf_counter(); fig10(lrs=FIG10['lrs'][:{n_lrs}], seeds=FIG10['seeds'][:2], steps={steps}); "
+            "print(t7, time.perf_counter() - t)")
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(checkout))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         cwd=checkout).stdout.split()
+    rev = subprocess.run(["git", "-C", checkout, "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True).stdout.strip()
+    print(f"{rev}: fig7 {float(out[0]):.1f} s, fig10 {float(out[1]):.1f} s", flush=True)
+    return float(out[0]), float(out[1]), rev
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=20, help="timed steps per measurement")
     ap.add_argument("--runs", type=int, default=5, help="runs in the batched-vs-one-at-a-time comparison")
     ap.add_argument("--vocab", type=int, nargs="*", default=[10111, 33278, 267735])
     ap.add_argument("--torch-ref", action="store_true", help="also compare with nn.TransformerEncoder")
+    ap.add_argument("--before", help="a checkout of an earlier commit: its fig7 and fig10 timed beside this one's")
+    ap.add_argument("--pairs", type=int, default=2, help="before/after pairs with --before")
+    ap.add_argument("--fig-steps", type=int, default=40, help="steps a run in the --before comparison")
     ap.add_argument("--write", help="write the Markdown report to this file")
     a = ap.parse_args()
     tr, _, vocab = wikitext_data()
     V = len(vocab)
     lines = ["## WikiText trainers (Figs. 7, 10): against the machine's GEMM peak", "",
-             f"Command: `python bench/bench_lm.py --steps {a.steps} --runs {a.runs}`  ",
+             f"Command: `python bench/bench_lm.py --steps {a.steps} --runs {a.runs}"
+             + (f" --before {a.before} --pairs {a.pairs} --fig-steps {a.fig_steps}" if a.before else "") + "`  ",
              f"CPU, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads, torch {torch.__version__}, "
              f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}; vocabulary {V} (shipped "
              f"WikiText-2, words seen >= 3 times), batch {B} x bptt {BPTT}, d = d_hidden = {D}.  ",
@@ -171,10 +197,17 @@ def main():
             train_lm(tr, V, lr=lr, seed=s, steps=a.steps)
     with Clock() as many:
         train_lms(tr, V, lrs, seeds, steps=a.steps)
-    lines += [f"Fig. 10's runs, {R} runs x {a.steps} steps: one at a time (`train_lm`) {one.wall:.1f} s wall, "
-              f"{one.cpu:.1f} s CPU; as one batched program (`train_lms`) {many.wall:.1f} s wall, {many.cpu:.1f} s "
-              f"CPU: batched / one at a time = **{many.wall / one.wall:.2f}** wall, **{many.cpu / one.cpu:.2f}** CPU "
-              f"(above 1: slower).", ""]
+    workers = lm_workers(None, R, torch.device("cpu"))
+    with Clock() as side:
+        lm_runs(lambda run, stop: train_lm(tr, V, lr=run[0], seed=run[1], steps=a.steps, stop=stop),
+                list(zip(lrs, seeds)), workers)
+    lines += [f"Fig. 10's runs, {R} runs x {a.steps} steps: one at a time (`train_lm`, {torch.get_num_threads()} "
+              f"torch threads) {one.wall:.1f} s wall, {one.cpu:.1f} s CPU; as one batched program (`train_lms`) "
+              f"{many.wall:.1f} s wall, {many.cpu:.1f} s CPU: batched / one at a time = "
+              f"**{many.wall / one.wall:.2f}** wall, **{many.cpu / one.cpu:.2f}** CPU (above 1: slower); "
+              f"side by side ({workers} runs at a time, one torch thread each: `experiments.lm_runs`, what "
+              f"`fig7` and `fig10` do on a CPU) {side.wall:.1f} s wall, {side.cpu:.1f} s CPU: one at a time / side "
+              f"by side = **{one.wall / side.wall:.2f}x** wall.", ""]
 
     rows = []
     for v in a.vocab:
@@ -184,6 +217,24 @@ def main():
         rows.append(f"| {v:,} | {f:.1f} | {1 / s[1]:.2f} | {s[1] * f:.0f} |")
     lines += ["| vocabulary V (1 layer) | GFLOP a step | CPU s a step | GFLOP per CPU s |", "|---|---|---|---|",
               *rows, ""]
+
+    if a.before:
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        t = {"before": [], "after": []}
+        for _ in range(a.pairs):
+            t["before"].append(time_figures(a.before, a.fig_steps, 3))
+            t["after"].append(time_figures(here, a.fig_steps, 3))
+        rows = []
+        for k in ("before", "after"):
+            for f7, f10, rev in t[k]:
+                rows.append(f"| {k}, `{rev}` | {f7:.1f} s | {f10:.1f} s |")
+        b7, b10 = (min(x[i] for x in t["before"]) for i in (0, 1))
+        n7, n10 = (min(x[i] for x in t["after"]) for i in (0, 1))
+        lines += [f"Figs. 7 and 10 as `reproduce` trains them, before and after, at {a.fig_steps} steps a run "
+                  f"(`fig7(steps={a.fig_steps})`: its 1- and 3-layer models; `fig10` at rates 1-3 and seeds 1-2: "
+                  f"6 runs), each a fresh process, alternately, {a.pairs} of each:", "",
+                  "| commit | fig7 | fig10 (6 runs) |", "|---|---|---|", *rows, "",
+                  f"Best of each: before / after = **{b7 / n7:.2f}x** (Fig. 7), **{b10 / n10:.2f}x** (Fig. 10).", ""]
 
     if a.torch_ref:
         rows = []
