@@ -98,7 +98,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_lm.py --write bench/lm.md
 
 # Mutation testing (not part of `make test`; long: see bench/MUTATION.md). mutmut mutates data.py,
-# model.py, train.py, theory.py and metrics.py ([tool.mutmut] in pyproject.toml) and runs the fast
+# model.py, train.py, theory.py, metrics.py and _cpu.py ([tool.mutmut] in pyproject.toml) and runs the fast
 # unit tests against each mutant, one torch thread per test process. MUTANTS='scansnap.metrics.*'
 # limits the run; MUTANT_JOBS sets the parallel test processes. Prints the score and every survivor.
 MUTANTS ?=

@@ -39,6 +39,14 @@ BUGS = [
  ("book_results skips the settings check", "scansnap/experiments.py", "        provenance.check_settings(p, rec)\n", "", "tests/test_provenance.py::test_results_made_with_other_settings_are_refused"),
  ("book_results skips the hash check", "scansnap/provenance.py", "    if digest != rec[\"files\"][path.name]:", "    if False:", "tests/test_provenance.py::test_a_mixed_or_edited_set_is_refused"),
  ("reproduce writes straight into --out", "scansnap/__main__.py", "files = globals()[f\"reproduce_{fig}\"](stage,", "files = globals()[f\"reproduce_{fig}\"](out,", "tests/test_provenance.py::test_an_interrupted_figure_leaves_the_previous_set"),
+ ("side-by-side LM runs share torch's dropout stream", "scansnap/lm.py", "        m.generator = gen\n", "        pass\n", "tests/test_lm.py::test_runs_side_by_side_equal_runs_alone_bit_for_bit"),
+ ("LM dropout generator not the seeded stream's continuation", "scansnap/lm.py", "        gen.set_state(torch.get_rng_state() if", "        (torch.get_rng_state() if", "tests/test_lm.py::test_train_lm_draws_what_a_plain_seeded_script_draws"),
+ ("train_lm ignores stop", "scansnap/lm.py", "        if stop is not None and stop.is_set():\n            return None\n        if s in snaps:", "        if s in snaps:", "tests/test_lm.py::test_a_failed_run_stops_the_runs_beside_it"),
+ ("side-by-side runs on all torch threads", "scansnap/_cpu.py", "        torch.set_num_threads(1)     #", "        pass     #", "tests/test_lm.py::test_runs_side_by_side_equal_runs_alone_bit_for_bit"),
+ ("threads started later keep one torch thread", "scansnap/_cpu.py", "        torch.set_num_threads(caller)", "        pass", "tests/test_lm.py::test_runs_side_by_side_equal_runs_alone_bit_for_bit"),
+ ("a failed run does not stop the others", "scansnap/_cpu.py", "        except BaseException:\n            stop.set()\n            raise\n", "        except BaseException:\n            raise\n", "tests/test_lm.py::test_a_failed_run_stops_the_runs_beside_it"),
+ ("runs queued after a failure still start", "scansnap/_cpu.py", "        if stop.is_set():            #", "        if False:            #", "tests/test_lm.py::test_a_failed_run_stops_the_runs_beside_it"),
+ ("LM runs one per run, not per torch thread", "scansnap/experiments.py", "min(torch.get_num_threads(), runs)", "runs", "tests/test_lm.py::test_lm_workers_rule"),
 ]
 only = sys.argv[1:]
 env = dict(os.environ, PYTHONPATH=str(W), SCANSNAP_TEST_THREADS="1", OMP_NUM_THREADS="1")

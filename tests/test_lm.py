@@ -172,16 +172,26 @@ def test_runs_side_by_side_equal_runs_alone_bit_for_bit(data):
     import threading
     tr, _, vocab = data
     runs = [(1.0, 1), (5.0, 2), (3.0, 2)]
-    where = set()
+    where, threads = set(), set()
 
     def fn(run, stop):
         where.add(threading.current_thread().name)
+        threads.add(torch.get_num_threads())
         return train_lm(tr[:3000], len(vocab), lr=run[0], seed=run[1], stop=stop, **SMALL)
+
+    def new_thread_count():     # what a thread started now gets: torch's default, the caller's
+        out = []
+        t = threading.Thread(target=lambda: out.append(torch.get_num_threads()))
+        t.start()
+        t.join()
+        return out[0]
     n = torch.get_num_threads()
-    side = ex.lm_runs(fn, runs, workers=2)
-    assert torch.get_num_threads() == n and len(where) == 2
-    torch.set_num_threads(1)
+    torch.set_num_threads(2)    # the caller on two threads (make mutants runs the tests on one)
     try:
+        side = ex.lm_runs(fn, runs, workers=2)
+        assert torch.get_num_threads() == 2 and new_thread_count() == 2
+        assert len(where) == 2 and threads == {1}
+        torch.set_num_threads(1)
         alone = [fn(r, None) for r in runs]
     finally:
         torch.set_num_threads(n)
@@ -207,6 +217,7 @@ def test_a_failed_run_stops_the_runs_beside_it(data):
     """An error in one run is raised; the run beside it stops at its next step (train_lm
     returns None when ``stop`` is set); runs not yet started never start."""
     import threading
+    import time
     from scansnap._cpu import map_on_threads
     tr, _, vocab = data
     stopped = threading.Event()
@@ -218,8 +229,9 @@ def test_a_failed_run_stops_the_runs_beside_it(data):
         started.append(item)
         if item == 1:
             raise RuntimeError("a planted failure")
-        if item == 0:
-            seen[0] = stop.wait(timeout=60)
+        if item == 0:           # holds the caller (it waits on item 0 first) while the other
+            seen[0] = stop.wait(timeout=60)     # thread is free to take the queued items
+            time.sleep(0.5)
         return item
     n = torch.get_num_threads()
     with pytest.raises(RuntimeError, match="a planted failure"):
