@@ -132,7 +132,8 @@ def lm_runs(fn, items, workers: int, progress=False, desc="runs"):
 
     def one(item, stop):
         res = fn(item, stop)
-        bar.update()
+        if res is not None:      # None: stopped (another run failed), not done
+            bar.update()
         return res
     try:
         if workers <= 1 or len(items) <= 1:
