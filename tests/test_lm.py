@@ -238,3 +238,31 @@ def test_a_failed_run_stops_the_runs_beside_it(data):
         map_on_threads(fn, range(6), 2)
     assert sorted(started) == [0, 1] and seen == {0: True}
     assert torch.get_num_threads() == n
+
+
+def test_lm_runs_counts_only_finished_runs(monkeypatch):
+    """The progress bar over the runs counts a run when it finishes, not when it stops
+    because a run beside it failed; the results come back in the order of the runs."""
+    updates = []
+
+    class Bar:
+        def __init__(self, *a, **k):
+            pass
+
+        def update(self, n=1):
+            updates.append(n)
+
+        def close(self):
+            pass
+    monkeypatch.setattr(ex, "tqdm", Bar)
+
+    def fn(item, stop):
+        if item == 1:
+            raise RuntimeError("a planted failure")
+        stop.wait(timeout=60)
+        return None                    # stopped, as train_lm returns when ``stop`` is set
+    with pytest.raises(RuntimeError, match="a planted failure"):
+        ex.lm_runs(fn, [0, 1, 2, 3], workers=2, progress=True)
+    assert updates == []
+    assert ex.lm_runs(lambda item, stop: item * 10, [0, 1, 2], workers=2) == [0, 10, 20]
+    assert updates == [1, 1, 1]
