@@ -115,8 +115,8 @@ def wikitext_data(source="shipped", min_freq=LM_MIN_FREQ):
 
 def lm_workers(workers, runs: int, dev: torch.device) -> int:
     """How many WikiText runs train side by side: on a CPU, one per torch thread (each run
-    then computes on one core: 1.2x the throughput of one run at a time on two cores, whose
-    memory-bound softmax and dropout use the second core poorly; bench/RESULTS.md); on a GPU,
+    then computes on one core: 1.16-1.18x the throughput of one run at a time on two cores,
+    whose memory-bound softmax and dropout use the second core poorly; bench/RESULTS.md); on a GPU,
     one. A run's numbers depend on the thread count it computes with (the order of its sums),
     not on the runs beside it."""
     if workers is None:
@@ -155,7 +155,7 @@ def fig7(steps=FIG7["steps"], layers=(1, 3), device=None, progress=False, source
     layers = list(layers)
     res = lm_runs(lambda L, stop: train_lm(tr, len(vocab), layers=L, lr=FIG7["lr"], steps=steps, probe=probe,
                                            snapshot_steps=snaps, device=dev, stop=stop,
-                                           progress=progress and L == layers[-1]),   # steps of the longest
+                                           progress=progress and L == layers[-1]),   # one bar: the last model's steps
                   layers, lm_workers(workers, len(layers), dev))
     return dict(zip(layers, res)), probe, vocab
 
