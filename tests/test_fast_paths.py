@@ -335,3 +335,37 @@ def test_an_error_in_one_thread_stops_the_others(monkeypatch):
         train(syn_medium(3), eta_y=ey, eta_z=ez, seeds=np.repeat([1, 2], 8), steps=400, batch=8, T=16,
               init="default", path="support", workers=2)
     assert len(calls) == 2 and max(calls.values()) < 400
+
+
+def test_train_splits_by_default_and_advances_the_bar_once_a_step(monkeypatch):
+    """train() with Lemma 1's gradients on a CPU of two torch threads splits 24 runs over two
+    threads by default (with autograd it does not), and the progress bar it is given moves
+    once per step, not once per thread's step."""
+    import sys
+    import threading
+    tr = sys.modules["scansnap.train"]
+    real, names = tr._train_runs, []
+
+    def spy(*a, **k):
+        names.append(threading.current_thread().name)
+        return real(*a, **k)
+    monkeypatch.setattr(tr, "_train_runs", spy)
+
+    class Bar:
+        n = 0
+
+        def update(self, k=1):
+            self.n += k
+    kw = dict(eta_y=np.tile(np.repeat([0.5, 1.0, 2.0], 2), 4), eta_z=np.tile([0.5, 1.0], 12), seeds=np.repeat([1, 2, 3, 4], 6),
+              steps=7, batch=8, T=16, init="default")
+    n = torch.get_num_threads()
+    torch.set_num_threads(2)    # make mutants runs the tests on one thread, where the rule gives 1
+    try:
+        bar = Bar()
+        train(syn_medium(3), path="support", progress=bar, **kw)
+        assert len(names) == 2 and len(set(names)) == 2 and bar.n == 7
+        names.clear()
+        train(syn_medium(3), path="counts", grad="autograd", **kw)
+        assert names == [threading.current_thread().name]
+    finally:
+        torch.set_num_threads(n)
