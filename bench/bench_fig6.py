@@ -24,7 +24,6 @@ import argparse
 import os
 import platform
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -32,6 +31,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from _checkout import run_at   # bench/_checkout.py: this script's folder is on sys.path
 from scansnap.data import sample_tokens, syn_medium
 from scansnap.experiments import COMMON, FIG6, fig6, syn_medium_sweep
 from scansnap.train import lr_grid
@@ -123,13 +123,9 @@ def time_before(checkout, steps):
             "t, c = time.perf_counter(), time.process_time(); "
             f"syn_medium_sweep(steps={steps}); "
             "print(time.perf_counter() - t, time.process_time() - c)")
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(checkout))
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
-                         cwd=checkout).stdout.split()
-    rev = subprocess.run(["git", "-C", checkout, "rev-parse", "--short", "HEAD"], capture_output=True,
-                         text=True).stdout.strip()
-    print(f"before ({rev}): {float(out[0]):.1f} s wall, {float(out[1]):.1f} s CPU", flush=True)
-    return float(out[0]), float(out[1]), rev
+    (wall, cpu), rev = run_at(checkout, code)
+    print(f"before ({rev}): {wall:.1f} s wall, {cpu:.1f} s CPU", flush=True)
+    return wall, cpu, rev
 
 
 def main():

@@ -22,12 +22,12 @@ import argparse
 import math
 import os
 import subprocess
-import sys
 import time
 
 import torch
 import torch.nn as nn
 
+from _checkout import run_at   # bench/_checkout.py: this script's folder is on sys.path
 from scansnap.experiments import FIG7, FIG10, lm_runs, lm_workers, wikitext_data
 from scansnap.lm import train_lm, train_lms
 from scansnap.model import sinusoidal_encoding
@@ -135,13 +135,9 @@ def time_figures(checkout, steps, n_lrs):
             f"t = time.perf_counter(); fig7(steps={steps}); t7 = time.perf_counter() - t; "
             f"t = time.perf_counter(); fig10(lrs=FIG10['lrs'][:{n_lrs}], seeds=FIG10['seeds'][:2], steps={steps}); "
             "print(t7, time.perf_counter() - t)")
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(checkout))
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
-                         cwd=checkout).stdout.split()
-    rev = subprocess.run(["git", "-C", checkout, "rev-parse", "--short", "HEAD"], capture_output=True,
-                         text=True).stdout.strip()
-    print(f"{rev}: fig7 {float(out[0]):.1f} s, fig10 {float(out[1]):.1f} s", flush=True)
-    return float(out[0]), float(out[1]), rev
+    (t7, t10), rev = run_at(checkout, code)
+    print(f"{rev}: fig7 {t7:.1f} s, fig10 {t10:.1f} s", flush=True)
+    return t7, t10, rev
 
 
 def main():
