@@ -435,8 +435,9 @@
   function rateNote(p, short) {
     var v = p.values;
     if (v.optimizer !== "sgd") return null;
-    if (!v.momentum) return "t_0 at \u03b7_Y = " + fmt(v.eta_y);
-    return "t_0 at \u03b7_Y/(1\u2212\u03b2) = " + fmt(effRate(p), 3) + (short ? "" : " (SGD momentum \u03b2 = " + fmt(v.momentum) + ")");
+    var t0 = t0Of(p), head = "t_0" + (isFinite(t0) ? " = " + fmt(t0, 2) : "");   // its value: not read as the rate
+    if (!v.momentum) return head + " (at \u03b7_Y = " + fmt(v.eta_y) + ")";
+    return head + " (at \u03b7_Y/(1\u2212\u03b2) = " + fmt(effRate(p), 3) + (short ? ")" : ", SGD momentum \u03b2 = " + fmt(v.momentum) + ")");
   }
 
   function t0Of(p) {
