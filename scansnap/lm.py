@@ -6,8 +6,9 @@ seeds as one batched tensor program: every weight gets a leading run axis, each 
 its own random stream for dropout, and every run computes what ``train_lm`` computes for
 it, on the CPU and on CUDA (``tests/test_lm.py``, ``tests/test_cuda.py``: equal to rounding
 over a few steps). Over the 300 steps of Fig. 10 at the paper's rates the training is chaotic:
-the two programs' different rounding (1e-15 in float64) grows about 2.5x a step and reaches
-the spread between seeds (~0.1 in the loss) by step ~100, on either device (bench/gpu.md).
+the two programs' different rounding (1e-15 in float64) stays at that level for some 10-20 steps,
+then grows about 1.7-2x a step and reaches the spread between seeds (~0.1 in the loss) by step
+~100, on either device (bench/gpu.md).
 So a run's row is reproducible only by the same program on the same machine with the same
 number of torch threads (the order of a sum follows it); Fig. 10's claim, the trend over
 learning rates, is what carries across. On a CPU the figures train their runs side by side,

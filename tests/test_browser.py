@@ -193,7 +193,10 @@ def _shot(page, folder: str, page_name: str) -> None:
     page.screenshot(path=str(SHOTS / folder / (page_name.replace("/", "__") + ".png")), full_page=True)
 
 
-RAW_TEX = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$\$|\$[^$\s][^$]{0,200}?\$|\\(?:frac|eta|sum|mathbf|top)\b")
+# raw TeX in the text: delimiters, a $...$ pair, a lone "$\cmd" (e.g. a table cell that a "|" inside
+# math split in two), or a common macro
+RAW_TEX = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$\$|\$[^$\s][^$]{0,200}?\$|\$\\[A-Za-z]"
+                     r"|\\(?:frac|eta|sum|mathbf|top|max|theta|lambda|alpha|beta|gamma|mathbb|lvert|rvert)\b")
 
 CHECK_JS = """() => {
   const math = [...document.querySelectorAll('.math')];
