@@ -44,8 +44,10 @@ Views (``views=[...]``, drawn in this order; each example is the whole call)
 
 ``"scan"``
     c_n of each of class 0's tokens over time (common tokens as a grey band, distinct tokens
-    coloured by P) with gamma(t) of Eq. 85 beneath it and t_0 = 2(1+omega_1) K ln M / eta
-    marked, where eta = eta_Y / (1 - momentum) for SGD with momentum (the plot says so)::
+    coloured by P) with gamma(t) of Eq. 85 beneath it and t_0 = 2(1+omega_1) K ln M / eta_Y
+    marked. With momentum beta both are read on momentum's clock (the intro's box): step s is
+    tau(s) = sum_{j<=s} (1 - beta^j)/(1 - beta) units of the theory's time, gamma is drawn at
+    tau(s) and t_0 marked where tau reaches it (the axis label gives its value)::
 
         live.panel(["scan"], controls=["eta_y", "eta_z", "momentum"])
 

@@ -427,23 +427,40 @@
   // The views (each draws from the run's records: loss[s], entropy[s], rows[s] = c_n at step s)
   // ----------------------------------------------------------------------------------
 
-  function effRate(p) {
-    // SGD with momentum beta moves like plain SGD at eta / (1 - beta) once the buffer fills
-    return p.values.optimizer === "sgd" ? p.values.eta_y / (1 - p.values.momentum) : p.values.eta_y;
+  // Momentum's clock (the intro's box, chapter 5): under a steady gradient, step j of SGD with
+  // momentum beta moves (1 - beta^j)/(1 - beta) plain steps, so s steps are tau(s) units of the
+  // theory's time. gamma is drawn against tau(s), and t_0 marked where tau reaches it.
+  function clockTau(s, beta) {
+    return beta ? (s - beta * (1 - Math.pow(beta, s)) / (1 - beta)) / (1 - beta) : s;
+  }
+
+  function clockSteps(t, beta) {   // tau^{-1}(t), linear between whole steps (as the intro's figure)
+    if (!beta || !(t > 0)) return t;
+    for (var s = 1; s < 1e7; s++) {
+      var a = clockTau(s - 1, beta), b = clockTau(s, beta);
+      if (b >= t) return s - 1 + (t - a) / (b - a);
+    }
+    return NaN;
+  }
+
+  function momentumOf(p) { return p.values.optimizer === "sgd" ? p.values.momentum : 0; }
+
+  function t0Plain(p) {
+    var c = p.classes;
+    try { return YZ.transitionTime(c.M, c.K, p.values.eta_y); } catch (e) { return NaN; }   // M < 4: no t_0
   }
 
   function rateNote(p, short) {
     var v = p.values;
     if (v.optimizer !== "sgd") return null;
-    var t0 = t0Of(p), head = "t_0" + (isFinite(t0) ? " = " + fmt(t0, 2) : "");   // its value: not read as the rate
-    if (!v.momentum) return head + " (at \u03b7_Y = " + fmt(v.eta_y) + ")";
-    return head + " (at \u03b7_Y/(1\u2212\u03b2) = " + fmt(effRate(p), 3) + (short ? ")" : ", SGD momentum \u03b2 = " + fmt(v.momentum) + ")");
+    var t0 = t0Of(p), head = "t_0" + (isFinite(t0) ? " = " + fmt(t0, 2) : "");   // its value, in steps
+    if (!v.momentum) return head + " (plain SGD at \u03b7_Y = " + fmt(v.eta_y) + ")";
+    return head + (short ? " (momentum's clock)" : " on momentum's clock (\u03b2 = " + fmt(v.momentum) +
+      "; plain SGD: " + fmt(t0Plain(p), 3) + ")");
   }
 
-  function t0Of(p) {
-    var c = p.classes;
-    try { return YZ.transitionTime(c.M, c.K, effRate(p)); } catch (e) { return NaN; }   // M < 4: no t_0
-  }
+  function t0Of(p) { return clockSteps(t0Plain(p), momentumOf(p)); }
+
 
   function row(p, s) { return p.rec.rows.subarray(s * p.S0, (s + 1) * p.S0); }
 
@@ -559,7 +576,7 @@
       ax.legend(lg, "ne", ser);
       // gamma(t) of Eq. 85 beneath, on the same steps
       var g = new Float64Array(steps + 1), gm = 0;
-      if (sgd) for (s = 0; s <= steps; s++) { g[s] = YZ.gamma(s, cl.M, cl.K, effRate(p)); gm = Math.max(gm, g[s]); }
+      if (sgd) for (s = 0; s <= steps; s++) { g[s] = YZ.gamma(clockTau(s, momentumOf(p)), cl.M, cl.K, p.values.eta_y, false); gm = Math.max(gm, g[s]); }
       var bx = new Axes(ctx, bot, { xlim: [0, steps], ylim: [0, (gm || 1) * 1.1],
         xlabel: sgd ? ["step t;  \u03b3 (Eq. 85) and " + rateNote(p), "step t;  " + rateNote(p, true), "step t"] : "step t",
         ylabel: "\u03b3(t)", yn: 2 }, th);
