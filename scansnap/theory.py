@@ -14,7 +14,7 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 from scipy.special import wrightomega
 
-from ._validate import finite, integer, positive, positive_int
+from ._validate import finite, integer, positive, positive_int, unit_interval
 from .data import SequenceClasses
 
 
@@ -187,6 +187,35 @@ def transition_time(M: int, K: int, eta_y: float) -> float:
     """t_0 = 2 (1 + omega_1) K ln M / eta_Y: the start of stage 2 (Lemma 9, Theorem 4); M >= 4."""
     K = positive_int("K", K)
     return 2 * (1 + omega1(M)) * K * np.log(M) / positive("eta_y", eta_y)
+
+
+def momentum_clock(steps, beta: float) -> np.ndarray:
+    """tau(s): how many plain-SGD steps s steps of SGD with momentum beta cover under a steady
+    gradient, sum_{j=1}^{s} (1 - beta^j)/(1 - beta) = s/(1-beta) - beta (1-beta^s)/(1-beta)^2
+    (the intro's box; derived in chapter 5). The theory's time t (Theorem 4's t_0) is plain steps."""
+    beta = unit_interval("beta (momentum)", beta)
+    s = finite("steps", steps)
+    if np.any(s < 0):
+        raise ValueError(f"steps must be >= 0, got {steps!r}")
+    return s / (1 - beta) - beta * (1 - beta ** s) / (1 - beta) ** 2
+
+
+def momentum_clock_steps(t, beta: float) -> np.ndarray:
+    """The inverse of :func:`momentum_clock`: the step s at which tau(s) = t, linear between whole
+    steps (where a run's snapshots are). Reads the theory's t_0 on a run with momentum."""
+    beta = unit_interval("beta (momentum)", beta)
+    t = finite("t", t)
+    if np.any(t < 0):
+        raise ValueError(f"t must be >= 0, got {t!r}")
+    # the first whole step hi with tau(hi) >= t, by bisection on [0, ceil(t)] (tau(s) >= s)
+    lo, hi = np.zeros_like(t), np.ceil(t)
+    for _ in range(64):
+        mid = np.floor((lo + hi) / 2)
+        up = momentum_clock(mid, beta) >= t
+        lo, hi = np.where(up, lo, mid), np.where(up, mid, hi)
+    hi = np.maximum(hi, 1.0)
+    a, b = momentum_clock(hi - 1, beta), momentum_clock(hi, beta)
+    return np.where(t > 0, hi - 1 + (t - a) / (b - a), 0.0)
 
 
 # ---------------------------------------------------------------------------------------

@@ -210,7 +210,7 @@ def test_entropy_and_cn_match_metrics(tmp_path):
 
 
 def test_theory_matches_the_package(tmp_path):
-    """h (Eq. 45), gamma (Eq. 85), omega_1 (Eq. 51), t_0. The engine solves Eq. 45 by Newton to
+    """h (Eq. 45), gamma (Eq. 85), omega_1 (Eq. 51), t_0, momentum's clock. The engine solves Eq. 45 by Newton to
     full precision (checked against 50-digit mpmath); the package's Wright-omega form loses digits
     to cancellation at large t (2e-9 relative at t = 1e5, 3e-8 at 1e8), so it is compared tightly
     up to t = 100 and loosely beyond."""
@@ -233,6 +233,10 @@ def test_theory_matches_the_package(tmp_path):
             np.testing.assert_allclose(out[key], g_py, rtol=1e-6, atol=1e-15)
         assert abs(out["omega1"] - th.omega1(M)) < 1e-9
         assert abs(out["t0"] - th.transition_time(M, K, eta)) < 1e-9 * th.transition_time(M, K, eta)
+    for beta in (0.0, 0.5, 0.9):      # momentum's clock, where the panels mark t_0 and draw gamma
+        out = node(dict(mode="theory", M=34, K=2, etaY=1.0, ts=ts.tolist(), beta=beta), tmp_path)
+        np.testing.assert_allclose(out["tau"], th.momentum_clock(ts, beta), rtol=1e-12)
+        np.testing.assert_allclose(out["clockSteps"], th.momentum_clock_steps(ts, beta), rtol=1e-12)
 
 
 def _z(count, n, p):

@@ -290,3 +290,29 @@ def test_f_matrix_columns():
     np.testing.assert_allclose(np.linalg.norm(F, axis=0), 1, atol=1e-14)
     for n in range(c.K):
         np.testing.assert_allclose(F[:, n], th.f_limit(c.probs[n], Z[c.query[n]]), atol=1e-14)
+
+
+def test_momentum_clock_is_the_sum_and_its_inverse_reads_t0():
+    """tau(s) = sum_{j<=s} (1 - beta^j)/(1 - beta) (the intro's clock); its inverse is exact at
+    whole steps and linear between them; beta = 0 is the plain count."""
+    for beta in (0.0, 0.5, 0.9, 0.99):
+        s = np.arange(0, 301)
+        tau = np.cumsum(np.r_[0.0, (1 - beta ** s[1:]) / (1 - beta)])
+        np.testing.assert_allclose(th.momentum_clock(s, beta), tau, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(th.momentum_clock_steps(tau, beta), s, rtol=1e-12, atol=1e-9)
+        mid = (tau[:-1] + tau[1:]) / 2                                    # halfway in tau: halfway in s
+        np.testing.assert_allclose(th.momentum_clock_steps(mid, beta), s[:-1] + 0.5, atol=1e-9)
+    np.testing.assert_allclose(th.momentum_clock_steps([0.0, 2.5, 1e8], 0.0), [0.0, 2.5, 1e8])
+    big = th.momentum_clock_steps(1e8, 0.9)                               # no grid of 1e8 steps
+    assert abs(th.momentum_clock(np.floor(big), 0.9) - 1e8) < 10
+    # the intro's Syn-Small run: t0 = 20.5 plain steps is 6.5 steps with momentum 0.9
+    assert abs(th.momentum_clock_steps(th.transition_time(34, 2, 1.0), 0.9) - 6.517) < 1e-3
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: th.momentum_clock(3, 1.0), "beta"), (lambda: th.momentum_clock(3, -0.1), "beta"),
+    (lambda: th.momentum_clock(-1, 0.9), "steps"), (lambda: th.momentum_clock(float("nan"), 0.9), "steps"),
+    (lambda: th.momentum_clock_steps(-2.0, 0.9), "t"), (lambda: th.momentum_clock_steps(5.0, 1.5), "beta")])
+def test_momentum_clock_rejects_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

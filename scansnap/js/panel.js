@@ -427,22 +427,8 @@
   // The views (each draws from the run's records: loss[s], entropy[s], rows[s] = c_n at step s)
   // ----------------------------------------------------------------------------------
 
-  // Momentum's clock (the intro's box, chapter 5): under a steady gradient, step j of SGD with
-  // momentum beta moves (1 - beta^j)/(1 - beta) plain steps, so s steps are tau(s) units of the
-  // theory's time. gamma is drawn against tau(s), and t_0 marked where tau reaches it.
-  function clockTau(s, beta) {
-    return beta ? (s - beta * (1 - Math.pow(beta, s)) / (1 - beta)) / (1 - beta) : s;
-  }
-
-  function clockSteps(t, beta) {   // tau^{-1}(t), linear between whole steps (as the intro's figure)
-    if (!beta || !(t > 0)) return t;
-    for (var s = 1; s < 1e7; s++) {
-      var a = clockTau(s - 1, beta), b = clockTau(s, beta);
-      if (b >= t) return s - 1 + (t - a) / (b - a);
-    }
-    return NaN;
-  }
-
+  // Momentum's clock (the intro's box, chapter 5): gamma is drawn against tau(s) and t_0 marked
+  // where tau reaches it (YZ.clockTau, YZ.clockSteps).
   function momentumOf(p) { return p.values.optimizer === "sgd" ? p.values.momentum : 0; }
 
   function t0Plain(p) {
@@ -459,7 +445,7 @@
       "; plain SGD: " + fmt(t0Plain(p), 3) + ")");
   }
 
-  function t0Of(p) { return clockSteps(t0Plain(p), momentumOf(p)); }
+  function t0Of(p) { return YZ.clockSteps(t0Plain(p), momentumOf(p)); }
 
 
   function row(p, s) { return p.rec.rows.subarray(s * p.S0, (s + 1) * p.S0); }
@@ -576,7 +562,7 @@
       ax.legend(lg, "ne", ser);
       // gamma(t) of Eq. 85 beneath, on the same steps
       var g = new Float64Array(steps + 1), gm = 0;
-      if (sgd) for (s = 0; s <= steps; s++) { g[s] = YZ.gamma(clockTau(s, momentumOf(p)), cl.M, cl.K, p.values.eta_y, false); gm = Math.max(gm, g[s]); }
+      if (sgd) for (s = 0; s <= steps; s++) { g[s] = YZ.gamma(YZ.clockTau(s, momentumOf(p)), cl.M, cl.K, p.values.eta_y, false); gm = Math.max(gm, g[s]); }
       var bx = new Axes(ctx, bot, { xlim: [0, steps], ylim: [0, (gm || 1) * 1.1],
         xlabel: sgd ? ["step t;  \u03b3 (Eq. 85) and " + rateNote(p), "step t;  " + rateNote(p, true), "step t"] : "step t",
         ylabel: "\u03b3(t)", yn: 2 }, th);

@@ -539,6 +539,24 @@
     return 2 * (1 + omega1(M)) * K * Math.log(M) / checkPositive("eta_y", etaY);
   }
 
+  /** Momentum's clock (theory.momentum_clock): plain-SGD steps covered by s steps of SGD with
+   *  momentum beta under a steady gradient, sum_{j<=s} (1 - beta^j)/(1 - beta). */
+  function clockTau(s, beta) {
+    return beta ? (s - beta * (1 - Math.pow(beta, s)) / (1 - beta)) / (1 - beta) : s;
+  }
+
+  /** Its inverse (theory.momentum_clock_steps), linear between whole steps. */
+  function clockSteps(t, beta) {
+    if (!beta || !(t > 0)) return t;
+    var lo = 0, hi = Math.ceil(t);                 // tau(s) >= s: the step is in [0, ceil(t)]
+    while (hi - lo > 1) {
+      var mid = Math.floor((lo + hi) / 2);
+      if (clockTau(mid, beta) >= t) hi = mid; else lo = mid;
+    }
+    var a = clockTau(hi - 1, beta), b = clockTau(hi, beta);
+    return hi - 1 + (t - a) / (b - a);
+  }
+
   // ------------------------------------------------------------------------------------
   // A training run, advanced in slices (a Worker posts each slice; the page draws it)
   // ------------------------------------------------------------------------------------
@@ -756,7 +774,7 @@
     limitBatch: limitBatch, initYZ: initYZ, lossGrad: lossGrad, expectedGradients: expectedGradients,
     Optimizer: Optimizer, attentionLimit: attentionLimit, distinctEntropy: distinctEntropy,
     entropyOfShare: entropyOfShare, hClosed: hClosed, gamma: gamma, omega1: omega1,
-    transitionTime: transitionTime, Run: Run, MAX: MAX, workOf: workOf, trainOnBatches: trainOnBatches,
+    transitionTime: transitionTime, clockTau: clockTau, clockSteps: clockSteps, Run: Run, MAX: MAX, workOf: workOf, trainOnBatches: trainOnBatches,
     populationSteps: populationSteps, workerSource: workerSource,
   };
 });

@@ -67,6 +67,8 @@ function theory(spec) {
     gammaCont: spec.ts.map((t) => YZ.gamma(t, spec.M, spec.K, spec.etaY, false)),
     omega1: YZ.omega1(spec.M),
     t0: YZ.transitionTime(spec.M, spec.K, spec.etaY),
+    tau: spec.ts.map((t) => YZ.clockTau(t, spec.beta || 0)),
+    clockSteps: spec.ts.map((t) => YZ.clockSteps(t, spec.beta || 0)),
   };
 }
 
