@@ -204,9 +204,9 @@ def momentum_clock_steps(t, beta: float) -> np.ndarray:
     """The inverse of :func:`momentum_clock`: the step s at which tau(s) = t, linear between whole
     steps (where a run's snapshots are). Reads the theory's t_0 on a run with momentum."""
     beta = unit_interval("beta (momentum)", beta)
-    t = finite("t", t)
+    given, t = t, finite("t", t)
     if np.any(t < 0):
-        raise ValueError(f"t must be >= 0, got {t!r}")
+        raise ValueError(f"t must be >= 0, got {given!r}")
     # the first whole step hi with tau(hi) >= t, by bisection on [0, ceil(t)] (tau(s) >= s)
     lo, hi = np.zeros_like(t), np.ceil(t)
     for _ in range(64):

@@ -310,9 +310,13 @@ def test_momentum_clock_is_the_sum_and_its_inverse_reads_t0():
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: th.momentum_clock(3, 1.0), "beta"), (lambda: th.momentum_clock(3, -0.1), "beta"),
-    (lambda: th.momentum_clock(-1, 0.9), "steps"), (lambda: th.momentum_clock(float("nan"), 0.9), "steps"),
-    (lambda: th.momentum_clock_steps(-2.0, 0.9), "t"), (lambda: th.momentum_clock_steps(5.0, 1.5), "beta")])
+    (lambda: th.momentum_clock(3, 1.0), r"^beta \(momentum\) must be in \[0, 1\), got 1.0$"),
+    (lambda: th.momentum_clock(3, -0.1), r"^beta \(momentum\) must be in"),
+    (lambda: th.momentum_clock(-1, 0.9), r"^steps must be >= 0, got -1$"),
+    (lambda: th.momentum_clock(float("nan"), 0.9), r"^steps is not finite"),
+    (lambda: th.momentum_clock_steps(-2.0, 0.9), r"^t must be >= 0, got -2.0$"),
+    (lambda: th.momentum_clock_steps(float("inf"), 0.9), r"^t is not finite"),
+    (lambda: th.momentum_clock_steps(5.0, 1.5), r"^beta \(momentum\) must be in \[0, 1\), got 1.5$")])
 def test_momentum_clock_rejects_bad_input(call, message):
     with pytest.raises(ValueError, match=message):
         call()
