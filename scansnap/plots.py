@@ -228,7 +228,7 @@ def cn_over_training(classes: SequenceClasses, snapshots: dict, n: int = 0, loss
     if loss is not None:
         fig = Figure(figsize=(COLUMN_WIDTH, 5.0))
         ax, ax2 = fig.subplots(2, 1, gridspec_kw=dict(height_ratios=[3, 2]))
-        fig.subplots_adjust(left=0.1, right=0.8, bottom=0.1, top=0.97, hspace=0.45)
+        fig.subplots_adjust(left=0.14, right=0.8, bottom=0.1, top=0.97, hspace=0.45)   # room for the log axis
     else:
         fig = Figure(figsize=(COLUMN_WIDTH, 3.4))
         ax = fig.subplots()
