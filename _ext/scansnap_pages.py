@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import html
+import math
 import re
 from pathlib import Path
 
@@ -62,7 +63,7 @@ def wrap_figures(app, body: str) -> str:
         width = legible_width(meta)
         if width is None:
             return m.group(0)
-        return (f'<div class="scansnap-fig" style="--fig-legible: {width:.0f}px" '
+        return (f'<div class="scansnap-fig" style="--fig-legible: {math.ceil(width)}px" '
                 f'data-min-font-px="{meta["min_font_px"]}" data-css-width="{meta["css_width"]}">'
                 f"{m.group(0)}</div>")
 

@@ -756,6 +756,13 @@ def model_diagram(context, query: str, next_token: str, attention, probs: dict) 
     return fig
 
 
+def _darker(colour, keep: float = 0.55):
+    """``colour`` mixed with black (``keep`` of it left): text that reads on white (>= 4.5:1 for the
+    pale end of a sequential map)."""
+    from matplotlib.colors import to_rgb
+    return tuple(keep * x for x in to_rgb(colour))
+
+
 def hero(classes: SequenceClasses, steps, c, gamma, speed, t0: float, sequences, n: int = 0,
          frozen: float | None = None) -> Figure:
     """The intro's figure: the data, the scan of one training run, and what stops it.
@@ -837,8 +844,9 @@ def hero(classes: SequenceClasses, steps, c, gamma, speed, t0: float, sequences,
                 color=colour(int(top)), **right)
     ax.annotate(f"common tokens\n({common[0]}-{common[-1]})", xy=(1.0, c[-1, common].mean()), xytext=(4, 4),
                 color="0.4", **right)
+    # the rarest token's line is pale (its class's lightest shade): its label in a darker one, to be read
     ax.annotate(f"rarest distinct\ntoken ({rare})", xy=(1.0, c[-1, rare]), xytext=(4, -2),
-                color=colour(int(rare)), **right)
+                color=_darker(colour(int(rare))), **right)
     ax.axvline(t0, color="k", ls=":", lw=1.2)
     if frozen is not None:
         ax.axvspan(frozen, steps[-1], color="C0", alpha=0.07, lw=0)

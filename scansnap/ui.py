@@ -296,7 +296,7 @@ def slider_panel(draw, *, precompute: bool = True, progress: bool = True, scale:
         png, width = png_width
         return widgets.Image(value=png, format="png", width=str(width),
                              layout=widgets.Layout(max_width="100%", height="auto",
-                                                   min_width=f"{min(legible, width):.0f}px" if legible else None))
+                                                   min_width=f"{math.ceil(min(legible, width))}px" if legible else None))
 
     current = tuple(c.value for c in controls.values())
     leaves: dict[tuple, object] = {}

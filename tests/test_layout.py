@@ -1,6 +1,8 @@
 """The book's figure style (scansnap.plots) and slider panels (scansnap.ui), without a browser."""
 from __future__ import annotations
 
+import math
+
 import matplotlib
 import numpy as np
 import pytest
@@ -366,6 +368,6 @@ def test_panel_has_a_title_a_question_accent_knobs_and_a_legible_figure():
     for leaf in leaves(panel.figure):
         rec = plots.read_png_meta(leaf.value)
         want = min(rec["css_width"], rec["css_width"] * plots.MIN_TEXT_PX / rec["min_font_px"])
-        assert leaf.layout.min_width == f"{want:.0f}px", (leaf.layout.min_width, rec)
+        assert leaf.layout.min_width == f"{math.ceil(want)}px", (leaf.layout.min_width, rec)
     with pytest.raises(TypeError, match="title must be a string"):
         ui.slider_panel(_draw_factory([]), progress=False, title=3, a=widgets.SelectionSlider(options=(1, 2)))

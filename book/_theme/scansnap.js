@@ -8,8 +8,8 @@
  * 2. Scroll cues: a box that scrolls sideways (a wide display equation, a figure kept legible on
  *    a phone, a wide output) fades at each edge where more lies beyond (classes scroll-l/scroll-r).
  * 3. A tap on a figure that scrolls fits it to the screen; a second tap shows it legible again.
- * 4. Wide tables (4 columns or more, with a header) read as cards on a phone: each cell carries
- *    its column's name (data-label) for the CSS to print beside it.
+ * 4. Wide tables (4 columns or more, or wider than the column, with a header) read as cards on a
+ *    phone: each cell carries its column's name (data-label) for the CSS to print beside it.
  */
 (function () {
   "use strict";
@@ -39,8 +39,8 @@
   installHub();
 
   // ---- 2. scroll cues -----------------------------------------------------------------
-  var SCROLLERS = 'mjx-container[jax="CHTML"][display="true"], .scansnap-fig, div.cell_output pre, ' +
-                  ".scansnap-panel .scansnap-figure, .scansnap-scroll, table.scansnap-wide";
+  var SCROLLERS = 'mjx-container[jax="CHTML"][display="true"], .scansnap-fig, article pre, ' +
+                  ".scansnap-panel .scansnap-figure, .yzlive-panel .yz-figbox, .scansnap-scroll";
   var watched = typeof WeakSet !== "undefined" ? new WeakSet() : null;
   var resizeObs = window.ResizeObserver ? new ResizeObserver(function (es) { es.forEach(function (e) { cue(e.target); }); }) : null;
 
@@ -75,28 +75,42 @@
   });
 
   // ---- 4. tables as cards on a phone --------------------------------------------------
+  // A table with a header becomes cards below PHONE px when it has 4 columns or more, or when it
+  // is wider than its column (measured in its table layout); the CSS draws them.
+  var PHONE = 600;
   function cards() {
     var tables = document.querySelectorAll("article table, .bd-article table");
     for (var t = 0; t < tables.length; t++) {
       var table = tables[t];
-      if (table.classList.contains("scansnap-cards") || table.closest(".jupyter-widgets")) continue;
+      if (table.closest(".jupyter-widgets, .yzlive-panel")) continue;
       var head = table.tHead && table.tHead.rows[0];
-      if (!head || head.cells.length < 4) continue;
-      var names = Array.prototype.map.call(head.cells, function (c) { return c.textContent.trim(); });
-      var bodies = table.tBodies;
-      for (var b = 0; b < bodies.length; b++) {
-        for (var r = 0; r < bodies[b].rows.length; r++) {
-          var cells = bodies[b].rows[r].cells;
-          for (var c = 0; c < cells.length && c < names.length; c++) cells[c].setAttribute("data-label", names[c]);
+      if (!head || head.cells.length < 2) continue;
+      if (!table.hasAttribute("data-cards")) {
+        var names = Array.prototype.map.call(head.cells, function (c) { return c.textContent.trim(); });
+        Array.prototype.forEach.call(table.tBodies, function (body) {
+          Array.prototype.forEach.call(body.rows, function (row) {
+            for (var c = 0; c < row.cells.length && c < names.length; c++) row.cells[c].setAttribute("data-label", names[c]);
+          });
+        });
+        table.setAttribute("data-cards", head.cells.length >= 4 ? "always" : "if-wide");
+      }
+      var card = false;
+      if (window.innerWidth <= PHONE) {
+        if (table.getAttribute("data-cards") === "always") card = true;
+        else {
+          table.classList.remove("scansnap-cards");
+          var box = table.parentElement;
+          card = table.scrollWidth > box.clientWidth + 1 || table.getBoundingClientRect().width > box.getBoundingClientRect().width + 1;
         }
       }
-      table.classList.add("scansnap-cards");
+      table.classList.toggle("scansnap-cards", card);
     }
   }
-
   function start() {
     cards();
     cueAll();
+    var t = null;
+    window.addEventListener("resize", function () { clearTimeout(t); t = setTimeout(function () { cards(); cueAll(); }, 100); });
     var MJ = window.MathJax;
     if (MJ && MJ.startup && MJ.startup.promise) MJ.startup.promise.then(cueAll);
     // widgets render after the page's load event; their figure boxes need cues too
