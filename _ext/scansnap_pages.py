@@ -112,7 +112,13 @@ def config_inited(app, config):
     config.html_context = ctx
 
 
+# Bump when this extension changes what it writes into pages: a changed config value makes Sphinx
+# write every page again (an incremental build would otherwise keep pages written before).
+VERSION = 1
+
+
 def setup(app):
+    app.add_config_value("scansnap_pages_version", VERSION, "html")
     app.connect("config-inited", config_inited)
     # after MathJax (priority 500), deferred: it finds MathJax 3 loaded and gives it a Hub
     app.add_js_file("scansnap.js", priority=510, defer="defer")

@@ -326,8 +326,9 @@ LAYOUT_JS = """(width) => {
   }
   // a box that scrolls sideways must show it: a fade (mask) at the edge where more lies
   out.cues = [];
-  for (const el of document.querySelectorAll('mjx-container[display="true"], .scansnap-fig, .scansnap-figure, .yz-figbox, article pre')) {
-    if (el.offsetParent === null || !el.checkVisibility({visibilityProperty: true})) continue;   // folded code, hidden fallbacks
+  for (const el of art.querySelectorAll('*:not(mjx-container *, svg *, canvas)')) {   // every box of the page
+    if (el.scrollWidth - el.clientWidth <= 1 || el.offsetParent === null) continue;
+    if (!el.checkVisibility({visibilityProperty: true})) continue;                   // folded code, hidden fallbacks
     const cs = getComputedStyle(el);
     if (!['auto', 'scroll'].includes(cs.overflowX) || el.scrollWidth - el.clientWidth <= 1) continue;
     const mask = cs.maskImage || cs.webkitMaskImage || 'none';

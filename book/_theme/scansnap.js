@@ -40,7 +40,8 @@
 
   // ---- 2. scroll cues -----------------------------------------------------------------
   var SCROLLERS = 'mjx-container[jax="CHTML"][display="true"], .scansnap-fig, article pre, ' +
-                  ".scansnap-panel .scansnap-figure, .yzlive-panel .yz-figbox, .scansnap-scroll";
+                  ".scansnap-panel .scansnap-figure, .yzlive-panel .yz-figbox, .scansnap-scroll, " +
+                  "div.cell_output .output, div.cell_output table";
   var watched = typeof WeakSet !== "undefined" ? new WeakSet() : null;
   var resizeObs = window.ResizeObserver ? new ResizeObserver(function (es) { es.forEach(function (e) { cue(e.target); }); }) : null;
 
@@ -113,11 +114,18 @@
     window.addEventListener("resize", function () { clearTimeout(t); t = setTimeout(function () { cards(); cueAll(); }, 100); });
     var MJ = window.MathJax;
     if (MJ && MJ.startup && MJ.startup.promise) MJ.startup.promise.then(cueAll);
-    // widgets render after the page's load event; their figure boxes need cues too
+    // widgets render after the page's load event; their figure boxes need cues too (only added
+    // elements that are or hold a scroll box count: a live panel's status text changes often)
     if (window.MutationObserver) {
       var pending = false, root = document.querySelector("main") || document.body;
-      new MutationObserver(function () {
+      new MutationObserver(function (records) {
         if (pending) return;
+        var hit = records.some(function (r) {
+          return Array.prototype.some.call(r.addedNodes, function (n) {
+            return n.nodeType === 1 && !n.closest(".yzlive-panel") && (n.matches(SCROLLERS) || !!n.querySelector(SCROLLERS));
+          });
+        });
+        if (!hit) return;
         pending = true;
         setTimeout(function () { pending = false; cueAll(); }, 100);
       }).observe(root, { childList: true, subtree: true });
