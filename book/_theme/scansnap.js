@@ -90,7 +90,11 @@
         var names = Array.prototype.map.call(head.cells, function (c) { return c.textContent.trim(); });
         Array.prototype.forEach.call(table.tBodies, function (body) {
           Array.prototype.forEach.call(body.rows, function (row) {
-            for (var c = 0; c < row.cells.length && c < names.length; c++) row.cells[c].setAttribute("data-label", names[c]);
+            for (var c = 0; c < row.cells.length && c < names.length; c++) {
+              row.cells[c].setAttribute("data-label", names[c]);
+              if (!row.cells[c].textContent.trim() && !row.cells[c].querySelector("img, svg, mjx-container"))
+                row.cells[c].setAttribute("data-empty", "");          // a card leaves an empty field out
+            }
           });
         });
         table.setAttribute("data-cards", head.cells.length >= 4 ? "always" : "if-wide");

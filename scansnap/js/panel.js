@@ -980,8 +980,9 @@
       this.draw();
       this.frameQueue = this.frameEnds();
       this.phase = "frame";
-      this.setStatus("Trained in your browser; now the runs at the ends of the " + (LABEL_WORDS[this.mainControl()] || "") +
-                     " slider, to fix the axes\u2026", false);
+      var main = this.mainControl();
+      this.setStatus("Trained in your browser; now the runs at the two ends of the " +
+                     (main ? CONTROLS[main].label : "") + " slider, to fix the axes\u2026", false, true);
       this.nextFrame();
       return;
     }
@@ -994,9 +995,6 @@
     this.cur = this.ghost;
     this.finish();
   };
-
-  var LABEL_WORDS = { eta_y: "\u03b7_Y", eta_z: "\u03b7_Z", steps: "steps", T: "T", batch: "batch", seed: "seed",
-                      momentum: "momentum", num_last: "queries", num_distinct: "distinct" };
 
   Panel.prototype.finish = function () {
     var m = this.last, run = m.run;
@@ -1043,8 +1041,9 @@
     this.el.setAttribute("data-yzlive-diff", this.diff.textContent);
   };
 
-  Panel.prototype.setStatus = function (text, bad) {
-    this.status.textContent = text;
+  Panel.prototype.setStatus = function (text, bad, html) {
+    if (html) this.status.innerHTML = text;      // only the panel's own labels (CONTROLS), never the reader's input
+    else this.status.textContent = text;
     this.status.className = "yz-status" + (bad ? " yz-bad" : "");
   };
 
