@@ -110,7 +110,8 @@ def move_slider(page, i, key="ArrowRight", control=0):
 
 
 FRAME_JS = """(i) => { const p = document.querySelectorAll('.yzlive-panel')[i];
-  return {main: p.dataset.yzliveMain || '', frame: p.dataset.yzliveFrame || '', ghost: +(p.dataset.yzliveGhost || 0),
+  return {main: p.dataset.yzliveMain || '', frame: p.dataset.yzliveFrame || '', axes: p.dataset.yzliveAxes || '',
+          ghost: +(p.dataset.yzliveGhost || 0),
           diff: p.dataset.yzliveDiff || '', runs: +(p.dataset.yzliveRuns || 0)}; }"""
 
 
@@ -130,7 +131,9 @@ def check_ends(page, i):
         page.keyboard.press(key)
         _wait_runs(page, i, runs + 1)
         f = page.evaluate(FRAME_JS, i)
-        assert f["frame"] == f0["frame"], f"panel {i}: the axes changed with {f0['main']} at its {key} end: {f0['frame']} -> {f['frame']}"
+        # the limits the views were drawn with (data-yzlive-axes), and the frame they come from
+        assert f["axes"] == f0["axes"], f"panel {i}: the axes changed with {f0['main']} at its {key} end: {f0['axes']} -> {f['axes']}"
+        assert f["frame"] == f0["frame"], f"panel {i}: the frame changed with {f0['main']} at its {key} end: {f0['frame']} -> {f['frame']}"
         assert f["ghost"] > 0, f"panel {i}: the default run is not drawn behind the run at the {key} end"
         assert "\u2192" in f["diff"] and "default run" in f["diff"], f"panel {i}: no comparison line: {f['diff']!r}"
     return f0
