@@ -686,7 +686,7 @@ def model_diagram(context, query: str, next_token: str, attention, probs: dict) 
 
 
 def hero(classes: SequenceClasses, steps, c, gamma, speed, t0: float, sequences, n: int = 0,
-         frozen: float | None = None) -> Figure:
+         frozen: float | None = None, frozen_label: str = "snapped: most of the change done") -> Figure:
     """The intro's figure: the data, the scan of one training run, and what stops it.
 
     (a) one sampled sequence per class (common tokens grey, distinct tokens coloured by class,
@@ -696,8 +696,10 @@ def hero(classes: SequenceClasses, steps, c, gamma, speed, t0: float, sequences,
     (b) c_{l|n} (Eq. 5) of class ``n`` for each of its tokens over training: ``c`` is
     (S, M), one row per entry of ``steps`` (S,). (c) gamma(t) of Eq. 85 and the measured
     attention speed ||c_n(s) - c_n(s-1)||_1, each divided by its peak (``gamma``, ``speed``:
-    (S,)). ``t0`` (in steps) is marked in (b) and (c); from step ``frozen`` on (if given) both
-    are shaded as the snapped phase.
+    (S,)). ``t0`` (in steps: Theorem 4's t0 converted to the run's clock by the caller) is
+    marked in (b) and (c); from step ``frozen`` on (if given) both are shaded as the snapped
+    phase, labelled ``frozen_label`` (say what was measured: the snap slows the attention, it
+    does not stop it, chapter 5).
     """
     import matplotlib
     from matplotlib.patches import Rectangle
@@ -771,7 +773,7 @@ def hero(classes: SequenceClasses, steps, c, gamma, speed, t0: float, sequences,
     ax.axvline(t0, color="k", ls=":", lw=1.2)
     if frozen is not None:
         ax.axvspan(frozen, steps[-1], color="C0", alpha=0.07, lw=0)
-        ax.text((frozen + steps[-1]) / 2, 0.98, "snapped: the pattern is frozen", transform=ax.get_xaxis_transform(),
+        ax.text((frozen + steps[-1]) / 2, 0.98, frozen_label, transform=ax.get_xaxis_transform(),
                 ha="center", va="top", fontsize=9, color="0.3")
     ax.set_ylabel(rf"attention $c_{{l|n}}$ in class {n}", fontsize=10)
     ax.set_xlim(steps[0], steps[-1])
@@ -787,9 +789,9 @@ def hero(classes: SequenceClasses, steps, c, gamma, speed, t0: float, sequences,
         ax2.axvspan(frozen, steps[-1], color="C0", alpha=0.07, lw=0)
     ax2.text(t0, 1.03, r" $t_0$", ha="left", va="bottom", fontsize=10)
     ax2.set_ylim(0, 1.2)
-    ax2.set_xlabel("training step", fontsize=10)
+    ax2.set_xlabel(r"SGD step (dotted: $t_0$ in steps)", fontsize=10)
     ax2.set_ylabel("÷ its peak", fontsize=10)
     ax2.tick_params(labelsize=9)
     ax2.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
-    ax2.set_title("(c) what drives it, and what stops it", fontsize=9, loc="left")
+    ax2.set_title("(c) what drives it, and what slows it", fontsize=9, loc="left")
     return fig
