@@ -322,13 +322,15 @@ def load_csv(path) -> dict:
 # Chapter 5: the snap in the real model (Syn-Medium with one query), three dynamics side by side
 # ---------------------------------------------------------------------------------------
 
-SNAP = dict(etas=(0.2, 0.5, 1.0, 2.0, 5.0), seed=1, steps=2048)
+SNAP = dict(etas=(0.2, 0.5, 1.0, 2.0, 5.0), seed=1, steps=2048, momentum=0.9)
+FREEZE_FRACTION = 0.05     # chapter 5's freeze test: the last doubling's change below 5% of the peak
 
 
-def snap_train_args(etas=SNAP["etas"], seed=SNAP["seed"], steps=SNAP["steps"]) -> dict:
+def snap_train_args(etas=SNAP["etas"], seed=SNAP["seed"], steps=SNAP["steps"],
+                    momentum=SNAP["momentum"]) -> dict:
     """``train``'s arguments for chapter 5's grid: every pair (eta_Y, eta_Z) from ``etas``
-    (eta_Y-major), one seed, ``steps`` steps of ``train``'s default optimiser (SGD with momentum
-    0.9, batch 128, T = 128, from Y = Z = 0). Z is saved at every step up to 64 (peak times),
+    (eta_Y-major), one seed, ``steps`` steps of SGD with ``momentum`` (the paper's 0.9; batch
+    128, T = 128, from Y = Z = 0: ``train``'s defaults). Z is saved at every step up to 64 (peak times),
     at every power of two (changes per doubling) and on a log grid (smooth curves)."""
     steps = positive_int("steps", steps)
     grid = [(float(ey), float(ez)) for ey in etas for ez in etas]
@@ -338,7 +340,7 @@ def snap_train_args(etas=SNAP["etas"], seed=SNAP["seed"], steps=SNAP["steps"]) -
     log_grid = np.unique(np.geomspace(1, steps, 60).round().astype(int)).tolist()
     snaps = sorted(s for s in set(range(65)) | set(doublings) | set(log_grid) if s <= steps)
     return dict(eta_y=[g[0] for g in grid], eta_z=[g[1] for g in grid], seeds=[int(seed)] * len(grid),
-                steps=steps, snapshot_steps=snaps)
+                steps=steps, optimizer="sgd", momentum=momentum, snapshot_steps=snaps)
 
 
 def change_per_doubling(c) -> np.ndarray:
@@ -393,6 +395,14 @@ class SnapSweep:
             raise ValueError(f"no run with eta_y={eta_y!r}, eta_z={eta_z!r} in the sweep {self.grid}")
         return self.grid.index(key)
 
+    def frozen(self, kind: str, fraction: float = FREEZE_FRACTION) -> np.ndarray:
+        """Chapter 5's freeze test per run (bool, runs): the change over the last doubling is
+        below ``fraction`` of the run's largest change per doubling (kind: sgd, population, flow)."""
+        if kind not in self.change:
+            raise ValueError(f"kind must be one of {sorted(self.change)}, got {kind!r}")
+        cd = self.change[kind]
+        return cd[:, -1] < fraction * cd.max(1)
+
     def c_at(self, steps) -> np.ndarray:
         """c_n of class 0 after each SGD step in ``steps`` (saved snapshots only): (runs, len(steps), M)."""
         idx = {s: i for i, s in enumerate(self.snapshot_steps)}
@@ -402,7 +412,7 @@ class SnapSweep:
         return self.c_sgd[:, [idx[s] for s in np.atleast_1d(steps).tolist()]]
 
 
-def snap_sweep(classes, sgd, momentum: float = 0.9, flow_points: int = 40) -> SnapSweep:
+def snap_sweep(classes, sgd, momentum: float = SNAP["momentum"], flow_points: int = 40) -> SnapSweep:
     """Beside ``sgd`` (a ``train`` result on ``classes``, e.g. with :func:`snap_train_args`), run
     the same grid of rates with the same optimiser on the population gradient and as the
     gradient flow at the effective rates eta / (1 - momentum); see :class:`SnapSweep`."""

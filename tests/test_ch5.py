@@ -93,7 +93,7 @@ def test_snap_train_args_cover_the_grid_and_the_doublings():
     from scansnap.experiments import snap_train_args
     args = snap_train_args(etas=(0.5, 2.0), seed=3, steps=100)
     assert list(zip(args["eta_y"], args["eta_z"])) == [(0.5, 0.5), (0.5, 2.0), (2.0, 0.5), (2.0, 2.0)]
-    assert args["seeds"] == [3] * 4 and args["steps"] == 100
+    assert args["seeds"] == [3] * 4 and args["steps"] == 100 and args["momentum"] == 0.9
     snaps = args["snapshot_steps"]
     assert snaps == sorted(set(snaps)) and max(snaps) <= 100
     assert set(range(65)) | {1, 2, 4, 8, 16, 32, 64} <= set(snaps)
@@ -130,6 +130,11 @@ def test_snap_sweep_matches_its_parts():
     np.testing.assert_allclose(sw.c_at([16])[:, 0], c, rtol=1e-12)
     flow = th.population_dynamics(cls, 2.0 / 0.1, 1.0 / 0.1, 32.0, t_eval=sw.flow_t, rtol=1e-4, atol=1e-7)
     np.testing.assert_allclose(sw.flow_loss[2, -1], population_loss(cls, flow.Y[-1], flow.Z[-1]), rtol=1e-9)
+    cd = sw.change["flow"]
+    np.testing.assert_array_equal(sw.frozen("flow"), cd[:, -1] < 0.05 * cd.max(1))
+    assert sw.frozen("sgd", fraction=2.0).all() and not sw.frozen("sgd", fraction=0.0).any()
+    with pytest.raises(ValueError, match="kind must be one of"):
+        sw.frozen("adam")
     with pytest.raises(ValueError, match="eta_y=3.0"):
         sw.run(3.0, 1.0)
     with pytest.raises(ValueError, match="no snapshot at steps \\[33\\]"):
