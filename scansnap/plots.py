@@ -333,7 +333,7 @@ def growth_factor(M: int, K: int, eta_z: float, eta_ys, C0: float = 1.0, t_max: 
         ax.axvline(transition_time(M, K, ey), color=f"C{i}", ls=":", lw=0.8)
     ax.set_xlabel(r"gradient-flow time $t$ (dotted: $t_0$, the same clock)")
     ax.set_ylabel(r"$e^{2B_n(t)}$ (bound on $\chi_{l_0}$)")
-    ax.set_title(rf"M={M}, K={K}, $\eta_Z$={eta_z:g}, $C_0$={C0:g}; dotted: $t_0$")
+    ax.set_title(rf"$M={M}$, $K={K}$, $\eta_Z={eta_z:g}$, $C_0={C0:g}$; dotted: $t_0$")
     ax.legend()
     return fig
 
@@ -350,7 +350,7 @@ def B_fixed_ratio(panels, K: int = 10, C0: float = 1.0, t_max: float = 1e6) -> F
         for i, (ez, ey) in enumerate(pairs):
             ax.semilogx(t, B_n(t, M, K, ey, ez, C0), color=f"C{i}", label=rf"$\eta_Z={ez:g},\ \eta_Y={ey:g}$")
             ax.axvline(transition_time(M, K, ey), color=f"C{i}", ls=":", lw=0.8)
-        ax.set_title(rf"M={M}, $\nu=\eta_Y/\eta_Z$={pairs[0][1] / pairs[0][0]:g}")
+        ax.set_title(rf"$M={M}$, $\nu=\eta_Y/\eta_Z={pairs[0][1] / pairs[0][0]:g}$")
         ax.set_xlabel(r"gradient-flow time $t$ (dotted: $t_0$)")
         ax.set_ylabel(r"$B_n(t)$ (corrected Eq. 129)")
         ax.legend()
