@@ -57,6 +57,11 @@ import time
 
 MAX_FIGURES = 150  # a grid larger than this would bloat the page; raise early instead
 ACCENT = "#0969da"  # the sliders' knobs: the live panels' accent (scansnap/js/panel.css)
+# ipywidgets 7 (Colab) has no handle_color for a SelectionSlider, and Colab has not the book's CSS:
+# the panel carries these rules itself (in each slider's label, an HTML widget there)
+ACCENT_CSS_7 = (f"<style>.scansnap-panel .ui-slider-handle{{background:{ACCENT}!important;"
+                f"border-color:{ACCENT}!important}}.scansnap-panel .ui-slider{{background:rgba(9,105,218,.22)!important;"
+                "border:0!important}</style>")
 SCALE = 2          # PNG pixels per CSS pixel: sharp on high-density ("retina") screens
 _GREEK = {"eta": "η", "gamma": "γ", "nu": "ν", "alpha": "α", "beta": "β", "lambda": "λ", "sigma": "σ"}
 
@@ -188,7 +193,7 @@ def _dress(control, label: str, width: str, major: int):
     # ipywidgets 7: descriptions are plain text; an HTML label beside the slider instead
     control.description = ""
     control.description_tooltip = _plain(label)
-    return widgets.HBox([widgets.HTML(label_html(label), layout=widgets.Layout(width=width, min_width=width)),
+    return widgets.HBox([widgets.HTML(ACCENT_CSS_7 + label_html(label), layout=widgets.Layout(width=width, min_width=width)),
                          control], layout=widgets.Layout(flex="1 1 20em", min_width="15em", max_width="34em"))
 
 

@@ -41,7 +41,7 @@
   // ---- 2. scroll cues -----------------------------------------------------------------
   var SCROLLERS = 'mjx-container[jax="CHTML"][display="true"], .scansnap-fig, article pre, ' +
                   ".scansnap-panel .scansnap-figure, .yzlive-panel .yz-figbox, .scansnap-scroll, " +
-                  "div.cell_output .output, article table";
+                  "div.cell_output .output, article table, .pst-scrollable-table-container";
   var watched = typeof WeakSet !== "undefined" ? new WeakSet() : null;
   var resizeObs = window.ResizeObserver ? new ResizeObserver(function (es) { es.forEach(function (e) { cue(e.target); }); }) : null;
 
