@@ -279,10 +279,24 @@ def book_results() -> dict:
     return read_results(files("scansnap") / "results")
 
 
-def read_results(folder) -> dict:
-    """The CSVs of a ``reproduce`` output folder, each checked as :func:`book_results` says."""
+def read_results(folder, paper: bool = True) -> dict:
+    """The CSVs of a result folder (``python -m scansnap reproduce --out``, or ``.save()`` of a
+    result) as {file stem: {column: numpy array}}, each CSV checked against the provenance record
+    beside it (its sha256: not a mixed or edited set). ``folder``: a str or a Path.
+
+    ``paper=True`` (what :func:`book_results` asks) also requires the paper's settings, since the
+    book quotes those numbers as the paper's; ``paper=False`` checks the files and their records
+    only, for your own grids, steps, seeds and saved results (read each record's settings with
+    ``scansnap.provenance.read_records(folder)``). Integer columns (seed, step, ...) come back as
+    integers (:func:`load_csv`).
+    """
+    from pathlib import Path
+
     from . import provenance
 
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no results folder {folder}" + (" (it is a file)" if folder.exists() else ""))
     csvs = sorted((p for p in folder.iterdir() if p.name.endswith(".csv")), key=lambda p: p.name)
     if not csvs:
         raise FileNotFoundError(f"no results in {folder}: run python -m scansnap reproduce all --out scansnap/results")
@@ -290,13 +304,28 @@ def read_results(folder) -> dict:
     out = {}
     for p in csvs:
         rec = provenance.verify(p, records)
-        provenance.check_settings(p, rec)
+        if paper:
+            try:
+                provenance.settings_for(rec["figure"])
+            except ValueError:
+                raise ValueError(f"{p} belongs to {rec['figure']!r}, which is not one of the paper's figures "
+                                 f"(it was written by {rec.get('command', '?')!r}): read your own results "
+                                 "with read_results(folder, paper=False)") from None
+            provenance.check_settings(p, rec)
         out[p.name[:-4]] = load_csv(p)
     return out
 
 
+# Columns that hold whole numbers by definition: load_csv returns them as int64 (the rest float64).
+INTEGER_COLUMNS = frozenset({"seed", "num_last", "step", "iteration", "layers", "query", "key", "token",
+                             "M", "run", "class", "next_token", "top_token", "predicted_top", "diverged"})
+
+
 def load_csv(path) -> dict:
-    """A CSV written by ``python -m scansnap reproduce`` as {column: numpy array} (numbers as float)."""
+    """A CSV written by ``python -m scansnap reproduce`` as {column: numpy array}: the columns of
+    :data:`INTEGER_COLUMNS` (seed, step, token, ...) as int64 when every value is a whole
+    number, the others as float64. Checks nothing about where the file came from: use
+    :func:`read_results` for that."""
     import csv
     with open(path, newline="") as fh:
         reader = csv.reader(fh)
@@ -313,4 +342,12 @@ def load_csv(path) -> dict:
                 out[k][i - 2] = float(v)
             except ValueError:
                 raise ValueError(f"{path}, line {i}: {k} = {v!r} is not a number") from None
-    return out
+    return _integer_columns(out)
+
+
+def _integer_columns(table: dict) -> dict:
+    """The columns of INTEGER_COLUMNS as int64 where every value is a whole number."""
+    for k, v in table.items():
+        if k in INTEGER_COLUMNS and np.all(np.isfinite(v)) and np.all(v == np.round(v)) and np.all(np.abs(v) < 2 ** 53):
+            table[k] = v.astype(np.int64)
+    return table

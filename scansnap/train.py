@@ -86,9 +86,30 @@ class BatchedOptimizer:
             p.grad = None
 
 
-@dataclass
+@dataclass(repr=False)
 class TrainResult:
-    """The history of R runs. Arrays are on the CPU."""
+    """The history of R independent runs of :func:`train` (on the CPU, whatever device trained them).
+
+    With R runs, K classes, M tokens and ``steps`` steps:
+
+    - ``eta_y``, ``eta_z``: (R,) float, each run's rates; ``seed``: (R,) int.
+    - ``loss``: (R, steps), the batch loss *before* update s: ``loss[:, 0]`` is the loss at the
+      initial weights (ln M for ``init="zero"``), ``loss[:, -1]`` the loss before the last update.
+    - ``Y``, ``Z``: (R, M, M) torch tensors after the last update (Y the decoder, Z the attention
+      logits; row psi(n) of Z is class n's query row, Eq. 4).
+    - ``snapshots``: {step: (R, M, M) Z after ``step`` updates} at the ``snapshot_steps`` asked
+      for (0 = the initial Z; ``steps`` = the final Z).
+    - ``config``: the settings (steps, batch, T, optimizer, momentum, init, ...; device).
+    - ``diverged``: (R,) bool, runs whose loss ended far above where it started (see :func:`train`).
+    - ``classes``: the :class:`~scansnap.data.SequenceClasses` trained on.
+
+    Read it with methods rather than by hand (``step=None``: the end; else a snapshot step):
+    :meth:`attention` (R, K, M) c_n of Eq. 5; :meth:`class_entropy` (R, K) over each class's
+    distinct tokens or support; :meth:`distinct_entropy` (R,) Fig. 6's metric; :meth:`common_mass`
+    (R, K); :meth:`to_frame` a pandas DataFrame (per run or per class); :meth:`predict` the
+    theory's prediction for these runs (:func:`scansnap.theory.predict`); :meth:`save` a CSV +
+    provenance set, as the command line writes.
+    """
     eta_y: np.ndarray            # (R,)
     eta_z: np.ndarray            # (R,)
     seed: np.ndarray             # (R,)
@@ -98,6 +119,134 @@ class TrainResult:
     snapshots: dict = field(default_factory=dict)  # step -> Z (R, M, M) after `step` updates
     config: dict = field(default_factory=dict)
     diverged: np.ndarray | None = None   # (R,) bool: runs that diverged (see train)
+    classes: SequenceClasses | None = None
+
+    @property
+    def R(self) -> int:
+        """The number of runs."""
+        return len(self.seed)
+
+    def __repr__(self):
+        R, steps = self.loss.shape
+        M = self.Z.shape[-1]
+        shape = f"K={self.classes.K}, M={M}" if self.classes is not None else f"M={M}"
+        def vals(a):
+            u = np.unique(np.asarray(a))
+            return ", ".join(f"{x:g}" for x in u[:5]) + (f", ... ({u.size} values)" if u.size > 5 else "")
+        cfg = self.config
+        opt = cfg.get("optimizer", "?") + (f" (momentum {cfg['momentum']:g})" if cfg.get("optimizer") == "sgd" else "")
+        div = int(np.sum(self.diverged)) if self.diverged is not None else 0
+        return (f"TrainResult({R} run{'s' * (R != 1)} x {steps} steps, {shape}, {opt}, init {cfg.get('init', '?')!r}; "
+                f"eta_y [{vals(self.eta_y)}], eta_z [{vals(self.eta_z)}], seeds [{vals(self.seed)}]; "
+                f"median loss {np.median(self.loss[:, 0]):.4g} -> {np.median(self.loss[:, -1]):.4g}"
+                f"{f'; {div} diverged' if div else ''}; snapshots at steps {sorted(self.snapshots)}; "
+                f"loss {tuple(self.loss.shape)}, Y and Z {tuple(self.Z.shape)})")
+
+    def _classes(self) -> SequenceClasses:
+        if self.classes is None:
+            raise ValueError("this TrainResult does not know its sequence classes (made by hand?): "
+                             "set result.classes = the SequenceClasses it was trained on")
+        return self.classes
+
+    def Z_at(self, step=None) -> torch.Tensor:
+        """Z (R, M, M) after ``step`` updates: the end (None) or one of the snapshot steps."""
+        if step is None:
+            return self.Z
+        if step not in self.snapshots:
+            raise ValueError(f"no snapshot at step {step!r}: this result has snapshots at {sorted(self.snapshots)} "
+                             "(train(..., snapshot_steps=[...]) saves more)")
+        return self.snapshots[step]
+
+    def attention(self, step=None) -> np.ndarray:
+        """(R, K, M): each class's long-sequence attention c_n (Eq. 5) over the M tokens, from
+        row psi(n) of Z (after ``step`` updates; default the end). Rows sum to 1."""
+        from .theory import attention_limit_all
+        return attention_limit_all(self._classes(), self.Z_at(step).double().numpy())
+
+    def class_entropy(self, over: str = "distinct", step=None) -> np.ndarray:
+        """(R, K): the entropy of c_n over class n's distinct tokens (``over="distinct"``) or its
+        whole support (``"support"``), renormalised (:func:`scansnap.metrics.class_entropy`)."""
+        from .metrics import class_entropy
+        return class_entropy(self._classes(), self.Z_at(step), over)
+
+    def distinct_entropy(self, step=None) -> np.ndarray:
+        """(R,): Fig. 6's metric, the distinct-token entropy averaged over the classes
+        (:func:`scansnap.metrics.distinct_entropy`)."""
+        from .metrics import distinct_entropy
+        return distinct_entropy(self._classes(), self.Z_at(step))
+
+    def common_mass(self, step=None) -> np.ndarray:
+        """(R, K): the share of c_n on the common tokens (:func:`scansnap.metrics.common_mass`)."""
+        from .metrics import common_mass
+        return common_mass(self._classes(), self.Z_at(step))
+
+    def to_frame(self, per: str = "run", step=None):
+        """A pandas DataFrame: ``per="run"``, one row per run (rates, seed, first and last loss,
+        diverged, and the class means of the entropies and the common mass); ``per="class"``,
+        one row per (run, class) with each class's own values."""
+        import pandas as pd
+        if per not in ("run", "class"):
+            raise ValueError(f"per must be 'run' or 'class', got {per!r}")
+        classes = self._classes()
+        has_distinct = bool(classes.distinct_mask.any(axis=1).all())
+        cols = {"support_entropy": self.class_entropy("support", step), "common_mass": self.common_mass(step)}
+        if has_distinct:
+            cols = {"distinct_entropy": self.class_entropy("distinct", step), **cols}
+        diverged = self.diverged if self.diverged is not None else np.zeros(self.R, bool)
+        base = {"run": np.arange(self.R), "eta_y": self.eta_y, "eta_z": self.eta_z, "seed": self.seed,
+                "loss_first": self.loss[:, 0], "loss_last": self.loss[:, -1], "diverged": diverged}
+        if per == "run":
+            return pd.DataFrame({**base, **{k: v.mean(axis=1) for k, v in cols.items()}})
+        K = classes.K
+        rep = {k: np.repeat(v, K) for k, v in base.items() if k in ("run", "eta_y", "eta_z", "seed")}
+        return pd.DataFrame({**rep, "class": np.tile(np.arange(K), self.R),
+                             "query": np.tile(classes.query, self.R), "next_token": np.tile(classes.next_token, self.R),
+                             **{k: v.ravel() for k, v in cols.items()}})
+
+    def predict(self):
+        """The theory's prediction for these runs (their rates, steps and momentum):
+        :func:`scansnap.theory.predict`; ``.compare(result)`` sets the two side by side."""
+        from .theory import predict
+        cfg = self.config
+        if cfg.get("optimizer") != "sgd" or cfg.get("residual") or not cfg.get("normalize", True):
+            raise ValueError("the theory's prediction is for SGD with LN and no residual; this result used "
+                             f"optimizer={cfg.get('optimizer')!r}, normalize={cfg.get('normalize')}, "
+                             f"residual={cfg.get('residual')}")
+        return predict(self._classes(), self.eta_y, self.eta_z, cfg["steps"], cfg["momentum"],
+                       snapshot_steps=sorted(self.snapshots))
+
+    def save(self, folder, name: str = "train") -> list:
+        """Write this result as a result set in ``folder`` (made if missing), atomically, with
+        its provenance record, as ``python -m scansnap reproduce`` writes a figure's:
+        ``<name>.csv`` (one row per run, :meth:`to_frame`), ``<name>_classes.csv`` (per run and
+        class), ``<name>_loss.csv`` (run, step, loss), ``<name>_attention.csv`` (run, step,
+        class, token, c: c_n on each class's support at the end and at every snapshot) and
+        ``<name>.provenance.json`` (the settings, rates, seeds and classes; versions, device,
+        date; every file's sha256). Read it back with
+        ``scansnap.experiments.read_results(folder, paper=False)``. Returns the paths written."""
+        from ._save import save_set
+        classes = self._classes()
+        runs, classes_ = self.to_frame("run"), self.to_frame("class")
+        fmt = lambda v: f"{v:.10g}" if isinstance(v, (float, np.floating)) else str(int(v)) if isinstance(
+            v, (bool, np.bool_, int, np.integer)) else str(v)
+        table = lambda df: (list(df.columns), [[fmt(v) for v in row] for row in df.itertuples(index=False)])
+        R, steps = self.loss.shape
+        loss_rows = [(r, s, f"{self.loss[r, s]:.10g}") for r in range(R) for s in range(steps)]
+        att_rows = []
+        for s in sorted(set(self.snapshots) | {steps}):
+            c = self.attention(None if s == steps and s not in self.snapshots else s)
+            for r in range(R):
+                for n in range(classes.K):
+                    att_rows += [(r, s, n, int(l), f"{c[r, n, l]:.10g}") for l in classes.support(n)]
+        cfg = {k: v for k, v in self.config.items() if k != "device"}
+        settings = dict(cfg, eta_y=self.eta_y.tolist(), eta_z=self.eta_z.tolist(), seeds=self.seed.tolist(),
+                        snapshots=sorted(self.snapshots),
+                        classes=dict(K=classes.K, M=classes.M, query=classes.query.tolist(),
+                                     next_token=classes.next_token.tolist(), probs=classes.probs.tolist()))
+        return save_set(folder, name, {name: table(runs), f"{name}_classes": table(classes_),
+                                       f"{name}_loss": (["run", "step", "loss"], loss_rows),
+                                       f"{name}_attention": (["run", "step", "class", "token", "c"], att_rows)},
+                        settings, self.config.get("device", "cpu"), f"TrainResult.save({name!r})")
 
 
 def _betas(betas):
@@ -248,7 +397,7 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
                        dict(steps=steps, batch=batch, T=T, optimizer=optimizer, path=path,
                             momentum=momentum, betas=betas, init=init, normalize=normalize,
                             residual=residual, device=str(dev)),
-                       diverged)
+                       diverged, classes)
 
 
 def _workers(workers, R, dev, grad) -> int:
