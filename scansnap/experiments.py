@@ -104,7 +104,11 @@ FIG10 = dict(lrs=(1.0, 2.0, 3.0, 4.0, 5.0), seeds=(1, 2, 3, 4, 5), steps=300)
 
 
 def wikitext_data(source="shipped", min_freq=LM_MIN_FREQ):
-    """(train ids, valid ids, vocab) with a vocabulary from the training text (min_freq)."""
+    """(train ids, valid ids, vocab) with a vocabulary from the training text (min_freq).
+
+    Also ``scansnap.lm.wikitext_data`` and ``scansnap.wikitext.wikitext_data`` (the same
+    function). ``train ids``, ``valid ids``: 1-D int64 tensors of token ids; ``vocab``: a
+    :class:`scansnap.wikitext.Vocab`; ``source``: see :func:`scansnap.wikitext.load`."""
     from . import wikitext
     corpus = wikitext.load(source)
     vocab = wikitext.Vocab.build(corpus.train + ["<unk>"], min_freq=min_freq)
@@ -258,7 +262,7 @@ def fig10(lrs=FIG10["lrs"], seeds=FIG10["seeds"], steps=FIG10["steps"], device=N
                             device=dev, progress=progress)
     else:
         results = lm_runs(lambda run, stop: train_lm(tr, len(vocab), layers=1, lr=run[0], steps=steps, seed=run[1],
-                                                     device=dev, stop=stop),
+                                                     device=dev, stop=stop, progress=False),
                           runs, lm_workers(workers, len(runs), dev), progress, "fig10 runs")
     return [(lr, s, validation_attention_entropy(res.model, va), float(res.loss[-20:].mean()))
             for (lr, s), res in zip(runs, results)]
