@@ -128,9 +128,12 @@ def lm_workers(workers, runs: int, dev: torch.device) -> int:
     return positive_int("workers", workers)
 
 
-def lm_runs(fn, items, workers: int, progress=False, desc="runs"):
+def lm_runs(fn, items, workers: int, progress=False, desc="runs", one_thread=False):
     """``[fn(item, stop) for item in items]``: one after another, or on ``workers`` threads of
-    one torch thread each (:func:`scansnap._cpu.map_on_threads`); a progress bar over the runs."""
+    one torch thread each (:func:`scansnap._cpu.map_on_threads`); a progress bar over the runs.
+    ``one_thread``: one after another on one torch thread too, so that a run's arithmetic (the
+    order of its sums) is the same whichever way the runs are spread (threads, processes,
+    machines: :mod:`scansnap.distributed`)."""
     from ._cpu import map_on_threads
     bar = tqdm(total=len(items), disable=not progress, desc=desc, unit="run")
 
@@ -141,7 +144,14 @@ def lm_runs(fn, items, workers: int, progress=False, desc="runs"):
         return res
     try:
         if workers <= 1 or len(items) <= 1:
-            return [one(item, None) for item in items]
+            if not one_thread:
+                return [one(item, None) for item in items]
+            caller = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                return [one(item, None) for item in items]
+            finally:
+                torch.set_num_threads(caller)
         return map_on_threads(one, items, workers)
     finally:
         bar.close()
@@ -149,7 +159,9 @@ def lm_runs(fn, items, workers: int, progress=False, desc="runs"):
 
 def fig7(steps=FIG7["steps"], layers=(1, 3), device=None, progress=False, source="shipped", workers=None):
     """Fig. 7: lowest-layer attention on a validation window during SGD (lr 5), 1 and 3 layers.
-    ``workers``: how many of the models train side by side (:func:`lm_workers`)."""
+    ``workers``: how many of the models train side by side (:func:`lm_workers`). On a CPU each
+    model computes on one torch thread, so its maps do not depend on the thread count or on
+    how the models are spread over processes (``torchrun``: :mod:`scansnap.distributed`)."""
     from ._validate import resolve_device
     from .lm import train_lm
     dev = resolve_device(device)
@@ -160,7 +172,7 @@ def fig7(steps=FIG7["steps"], layers=(1, 3), device=None, progress=False, source
     res = lm_runs(lambda L, stop: train_lm(tr, len(vocab), layers=L, lr=FIG7["lr"], steps=steps, probe=probe,
                                            snapshot_steps=snaps, device=dev, stop=stop,
                                            progress=progress and L == layers[-1]),   # one bar: the last model's steps
-                  layers, lm_workers(workers, len(layers), dev))
+                  layers, lm_workers(workers, len(layers), dev), one_thread=dev.type == "cpu")
     return dict(zip(layers, res)), probe, vocab
 
 
@@ -239,31 +251,63 @@ def fig10(lrs=FIG10["lrs"], seeds=FIG10["seeds"], steps=FIG10["steps"], device=N
           source="shipped", batched=None, workers=None):
     """Fig. 10: validation attention entropy of a 1-layer model vs the SGD learning rate.
 
-    Rows (lr, seed, entropy, mean training loss of the last 20 steps), one per run. The runs
-    are trained as one batched program (``scansnap.lm.train_lms``) where that is faster (on
-    a GPU; ``batched=None`` decides by device) and model by model otherwise (on a CPU the
-    batched program is slower: see bench/RESULTS.md), ``workers`` of them side by side
-    (:func:`lm_workers`). All do the same arithmetic (equal to rounding over a few steps,
-    tested), but 300 SGD steps at these rates amplify rounding to the spread between seeds,
-    so they give different rows, equally valid (see :mod:`scansnap.lm`).
+    Rows (lr, seed, entropy, mean training loss of the last 20 steps), one per run, the runs
+    in the order lrs x seeds (:func:`fig10_rows` for any list of runs). On a CPU every run
+    computes on one torch thread (``workers`` of them side by side, :func:`lm_workers`): a
+    run's row is then the same whatever the machine's thread count, and whichever process
+    trains it (``torchrun``, :mod:`scansnap.distributed`). On a GPU the runs of one seed (its
+    learning rates) train as one batched program (``scansnap.lm.train_lms``; ``batched=False``:
+    model by model), so the same runs share a program however the seeds are spread. The two
+    programs do the same arithmetic (equal to rounding over a few steps, tested), but 300 SGD
+    steps at these rates amplify rounding to the spread between seeds, so they give different
+    rows, equally valid (see :mod:`scansnap.lm`).
     """
-    from ._validate import resolve_device
-    from .lm import _runs, train_lm, train_lms
     if not len(lrs) or not len(seeds):
         raise ValueError(f"fig10 needs at least one learning rate and one seed; got lrs={lrs!r}, seeds={seeds!r}")
-    runs = [(lr, s) for lr in lrs for s in seeds]
+    return fig10_rows([(lr, s) for lr in lrs for s in seeds], steps=steps, device=device, progress=progress,
+                      source=source, batched=batched, workers=workers)
+
+
+def fig10_groups(runs, device=None, batched=None) -> list:
+    """The runs of :func:`fig10_rows` in the groups that compute together: on a CPU (or with
+    ``batched=False``) one run a group; on a GPU the runs of one seed, in order of first
+    appearance. Distributed training hands out whole groups (:mod:`scansnap.distributed`)."""
+    from ._validate import resolve_device
+    dev = resolve_device(device)
+    if not (dev.type == "cuda" if batched is None else batched):
+        return [[r] for r in runs]
+    groups: dict = {}
+    for r in runs:
+        groups.setdefault(r[1], []).append(r)
+    return list(groups.values())
+
+
+def fig10_rows(runs, steps=FIG10["steps"], device=None, progress=False, source="shipped", batched=None,
+               workers=None, data=None):
+    """:func:`fig10`'s rows for an explicit list of runs [(lr, seed), ...], in that order.
+    ``data``: the (train ids, valid ids, vocab) of :func:`wikitext_data`, if already loaded."""
+    from ._validate import resolve_device
+    from .lm import _runs, train_lm, train_lms
+    runs = [(lr, s) for lr, s in runs]
+    if not runs:
+        raise ValueError("fig10 needs at least one run (lr, seed)")
     _runs([r[0] for r in runs], [r[1] for r in runs])          # rejects bad rates and duplicate runs
     dev = resolve_device(device)
-    tr, va, vocab = wikitext_data(source)
+    tr, va, vocab = data if data is not None else wikitext_data(source)
     if batched is None:
         batched = dev.type == "cuda"
     if batched:
-        results = train_lms(tr, len(vocab), [r[0] for r in runs], [r[1] for r in runs], layers=1, steps=steps,
-                            device=dev, progress=progress)
+        results = {}
+        for group in fig10_groups(runs, dev, True):
+            for r, res in zip(group, train_lms(tr, len(vocab), [g[0] for g in group], [g[1] for g in group], layers=1,
+                                               steps=steps, device=dev, progress=progress)):
+                results[r] = res
+        results = [results[r] for r in runs]
     else:
         results = lm_runs(lambda run, stop: train_lm(tr, len(vocab), layers=1, lr=run[0], steps=steps, seed=run[1],
                                                      device=dev, stop=stop, progress=False),
-                          runs, lm_workers(workers, len(runs), dev), progress, "fig10 runs")
+                          runs, lm_workers(workers, len(runs), dev), progress, "fig10 runs",
+                          one_thread=dev.type == "cpu")
     return [(lr, s, validation_attention_entropy(res.model, va), float(res.loss[-20:].mean()))
             for (lr, s), res in zip(runs, results)]
 

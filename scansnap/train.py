@@ -142,6 +142,34 @@ class TrainResult:
                 f"{f'; {div} diverged' if div else ''}; snapshots at steps {sorted(self.snapshots)}; "
                 f"loss {tuple(self.loss.shape)}, Y and Z {tuple(self.Z.shape)})")
 
+    def select(self, runs) -> "TrainResult":
+        """A TrainResult of the runs ``runs`` (indices or a boolean mask, in that order)."""
+        idx = np.arange(self.R)[np.asarray(runs)]
+        t = torch.as_tensor(idx, dtype=torch.long)
+        return TrainResult(self.eta_y[idx], self.eta_z[idx], self.seed[idx], self.loss[idx], self.Y[t], self.Z[t],
+                           {s: z[t] for s, z in self.snapshots.items()}, dict(self.config),
+                           None if self.diverged is None else self.diverged[idx], self.classes)
+
+    @staticmethod
+    def concat(results) -> "TrainResult":
+        """The runs of several TrainResults (same classes, steps and settings) as one, in order."""
+        results = list(results)
+        if not results:
+            raise ValueError("concat needs at least one TrainResult")
+        first = results[0]
+        for r in results[1:]:
+            same = {k: v for k, v in r.config.items() if k != "device"} == \
+                   {k: v for k, v in first.config.items() if k != "device"}
+            if not same or sorted(r.snapshots) != sorted(first.snapshots) or r.Z.shape[1:] != first.Z.shape[1:]:
+                raise ValueError("concat: the results differ in their settings, snapshots or vocabulary")
+        cat = lambda xs: np.concatenate(xs)
+        div = None if any(r.diverged is None for r in results) else cat([r.diverged for r in results])
+        return TrainResult(cat([r.eta_y for r in results]), cat([r.eta_z for r in results]),
+                           cat([r.seed for r in results]), cat([r.loss for r in results]),
+                           torch.cat([r.Y for r in results]), torch.cat([r.Z for r in results]),
+                           {s: torch.cat([r.snapshots[s] for r in results]) for s in first.snapshots},
+                           dict(first.config), div, first.classes)
+
     def _classes(self) -> SequenceClasses:
         if self.classes is None:
             raise ValueError("this TrainResult does not know its sequence classes (made by hand?): "
