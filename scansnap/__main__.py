@@ -430,8 +430,12 @@ def main(argv=None):
             raise ValueError(error)
         data, data_record, data_notes = _data(a.data, figures)
     except (ValueError, OSError) as e:
-        distributed.finish(world)
-        p.exit(2, f"{p.prog}: error: {e}\n")
+        # under torchrun: rank 0 says it, then every rank leaves together (a rank that left first
+        # would have torchrun stop rank 0 before it printed)
+        if world is None or world.main:
+            print(f"{p.prog}: error: {e}", file=sys.stderr, flush=True)
+        distributed.finish(world, barrier=True)
+        sys.exit(2)
     if data_record is not None:
         for note in data_notes:
             distributed.say(world, f"note: {note}", file=sys.stderr)
@@ -467,7 +471,9 @@ def main(argv=None):
             print(f"{fig}: wrote {', '.join(str(out / f) for f in names)} in {time.perf_counter() - t0:.1f} s "
                   f"on {device}{where}", flush=True)
     except distributed.RankFailed as e:
-        print(f"{p.prog}: error: {e}; nothing written for it", file=sys.stderr, flush=True)
+        if world is None or world.main:
+            print(f"{p.prog}: error: {e}; nothing written for it", file=sys.stderr, flush=True)
+        distributed.finish(world, barrier=True)       # rank 0 has said it before any rank leaves
         return 1
     finally:
         distributed.finish(world)

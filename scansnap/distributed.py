@@ -126,11 +126,13 @@ def init(device: str) -> tuple[World | None, str]:
     return World(rank, size, local, backend), str(dev)
 
 
-def finish(world: World | None) -> None:
-    """Leave the process group (a no-op outside torchrun)."""
+def finish(world: World | None, barrier: bool = False) -> None:
+    """Leave the process group (a no-op outside torchrun); ``barrier``: once every rank is here."""
     if world is not None:
         import torch.distributed as dist
         if dist.is_initialized():
+            if barrier:
+                dist.barrier()
             dist.destroy_process_group()
 
 
