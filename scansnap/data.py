@@ -209,7 +209,7 @@ def make_classes(num_last: int, num_next_per_last: int = 1, *, num_common: int =
     M = used if M is None else positive_int("M (vocabulary size)", M)
     if M < used:
         raise ValueError(f"M = {M} is smaller than the {used} tokens this layout uses "
-                         f"({num_common} common + {K} x {num_distinct} distinct + {num_last} queries + {K} next)")
+                         f"({num_common} common + {K} x {num_distinct} distinct + {num_last} query + {K} next)")
     probs = np.zeros((K, M))
     weights = np.linspace(distinct_min, distinct_max, num_distinct)
     for n in range(K):

@@ -243,4 +243,4 @@ def check_settings(path, rec: dict) -> None:
                          for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k))
         raise ValueError(f"{path} was not made with the paper's settings: {diff}. The book quotes the "
                          f"paper's; regenerate with `python -m scansnap reproduce {figure} --out <folder>` "
-                         "with no --steps, --seeds or --data")
+                         "with no --steps, --seeds, --data or grid flags (--eta-z, --ratio, --num-last, --batch, --T)")

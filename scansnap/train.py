@@ -330,7 +330,8 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
           betas=(0.9, 0.999), init: str = "zero", normalize: bool = True,
           residual: bool = False, path: str = "counts", grad: str = "lemma1", snapshot_steps=(),
           dtype=torch.float32, device=None, progress=False, workers=None) -> TrainResult:
-    """Train R = len(seeds) (or len(eta_y), len(eta_z)) independent Y/Z models.
+    """Train R = len(seeds) (or len(eta_y), len(eta_z)) independent Y/Z models; returns a
+    :class:`TrainResult` (its fields, shapes and methods: ``help(TrainResult)``).
 
     Each step draws ``batch`` fresh sequences of length ``T`` (T-1 contextual tokens and
     the query) per distinct seed, and takes one step of ``optimizer`` on the batch-mean
@@ -341,6 +342,12 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
     sequences). All draw the same batches (on a CPU) and give the same numbers up to the
     order of summation (``tests/test_fast_paths.py``; in float32 about 1e-7 relative).
     ``grad`` picks Lemma 1's closed-form gradients (counts and support paths) or autograd.
+    ``init``: ``"zero"`` (the default: Y = Z = 0, the theory's start and Figs. 4-5's) or
+    ``"default"`` (PyTorch's ``nn.Linear`` default, U(-1/sqrt(M), 1/sqrt(M)) from each run's
+    seed, as the authors' code for the Syn-Medium sweep of Figs. 6, 11, 12: "default" names
+    nn.Linear's init, not this function's default). ``momentum``: SGD's (0.9, the paper's);
+    the theory's clock counts plain-SGD steps: see ``scansnap.theory.transition_time``.
+    ``snapshot_steps``: steps s at which Z is kept (after s updates; 0 = the start).
     ``progress`` is a bool or a tqdm bar to advance one tick per step. ``device=None`` is
     the package's default device (see :mod:`scansnap.book`: the CPU in the chapters).
     ``workers``: on a CPU, the runs are split into this many sets trained side by side in
