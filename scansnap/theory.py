@@ -702,7 +702,8 @@ class Prediction:
     - ``attention``: (R, K, M) c_n (Eq. 5) after ``steps`` steps of the noiseless dynamics
       (:func:`population_sgd`: T -> infinity, infinite batch, the same optimiser).
     - ``loss``: (R, steps) that dynamics' expected loss before each step (``loss[:, 0]`` = ln M).
-    - ``snapshots``: {step: (R, K, M)} c_n at the steps asked for.
+    - ``snapshots``: {step: (R, K, M)} c_n at the steps asked for; ``Z``, ``Z_snapshots``: the
+      noiseless Z, (R, M, M), at the end and at those steps.
 
     Methods: :meth:`class_entropy`, :meth:`common_mass` (as ``scansnap.metrics``, per class),
     :meth:`to_frame` (a pandas DataFrame, one row per run and class), :meth:`compare` (a run
@@ -721,6 +722,7 @@ class Prediction:
     loss: np.ndarray
     snapshots: dict
     Z: np.ndarray
+    Z_snapshots: dict
 
     def __repr__(self):
         R, K, M = self.attention.shape
@@ -730,15 +732,26 @@ class Prediction:
                 f"{self.momentum:g}; t0 = [{shown}] steps on its clock; attention {tuple(self.attention.shape)}; "
                 f"ranking of class 0: {self.ranking[0][:5].tolist()}{'...' if len(self.ranking[0]) > 5 else ''})")
 
-    def class_entropy(self, over: str = "distinct") -> np.ndarray:
-        """(R, K): entropy of the predicted c_n over G_DT(n) or supp(n) (``scansnap.metrics.class_entropy``)."""
-        from .metrics import class_entropy
-        return class_entropy(self.classes, self.Z, over)
+    def Z_at(self, step=None) -> np.ndarray:
+        """(R, M, M): the noiseless Z after ``step`` steps (None: ``steps``; else a snapshot step)."""
+        if step is None or step == self.steps and step not in self.Z_snapshots:
+            return self.Z
+        if step not in self.Z_snapshots:
+            raise ValueError(f"no predicted snapshot at step {step!r}: this prediction has {sorted(self.Z_snapshots)} "
+                             "(predict(..., snapshot_steps=[...]) keeps more)")
+        return self.Z_snapshots[step]
 
-    def common_mass(self) -> np.ndarray:
-        """(R, K): the predicted share of c_n on the common tokens (``scansnap.metrics.common_mass``)."""
+    def class_entropy(self, over: str = "distinct", step=None) -> np.ndarray:
+        """(R, K): entropy of the predicted c_n over G_DT(n) or supp(n) (``scansnap.metrics.class_entropy``),
+        after ``step`` steps (default: the end)."""
+        from .metrics import class_entropy
+        return class_entropy(self.classes, self.Z_at(step), over)
+
+    def common_mass(self, step=None) -> np.ndarray:
+        """(R, K): the predicted share of c_n on the common tokens (``scansnap.metrics.common_mass``),
+        after ``step`` steps (default: the end)."""
         from .metrics import common_mass
-        return common_mass(self.classes, self.Z)
+        return common_mass(self.classes, self.Z_at(step))
 
     def to_frame(self):
         """A pandas DataFrame, one row per (run, class): rates, t0 on both clocks, the predicted
@@ -847,4 +860,4 @@ def predict(classes: SequenceClasses, eta_y=1.0, eta_z=1.0, steps: int = 100, mo
     return Prediction(classes, ey, ez, momentum, steps, t0, t0_steps, ranking, ties,
                       attention_limit_all(classes, run.Z[which]), run.loss[which],
                       {s: attention_limit_all(classes, z[which]) for s, z in run.snapshots.items()},
-                      run.Z[which])
+                      run.Z[which], {s: z[which] for s, z in run.snapshots.items()})
