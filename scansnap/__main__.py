@@ -287,7 +287,7 @@ def _fig10_rows(device, steps, data, world=None):
     from .experiments import FIG10, fig10, fig10_groups, fig10_rows, wikitext_data
     steps = steps or FIG10["steps"]
     if world is None:
-        return fig10(steps=steps, device=device, progress=True, source=data)
+        return fig10(lrs=FIG10["lrs"], seeds=FIG10["seeds"], steps=steps, device=device, progress=True, source=data)
     from . import distributed
     groups = fig10_groups([(lr, s) for lr in FIG10["lrs"] for s in FIG10["seeds"]], device)
 
