@@ -203,7 +203,8 @@ def transition_time(M: int, K: int, eta_y: float, momentum: float | None = None)
 def momentum_clock(steps, beta: float) -> np.ndarray:
     """tau(s): how many plain-SGD steps s steps of SGD with momentum beta cover under a steady
     gradient, sum_{j=1}^{s} (1 - beta^j)/(1 - beta) = s/(1-beta) - beta (1-beta^s)/(1-beta)^2
-    (the intro's box; derived in chapter 5). The theory's time t (Theorem 4's t_0) is plain steps."""
+    (the book's three clocks: chapter 3, section sec-clocks; derived in chapter 5). The theory's
+    time t (Theorem 4's t_0) is plain steps."""
     beta = unit_interval("beta (momentum)", beta)
     s = finite("steps", steps)
     if np.any(s < 0):
