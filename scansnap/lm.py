@@ -76,10 +76,11 @@ class LMResult:
     def __repr__(self):
         c = self.config
         first = next(iter(self.snapshots.values()), None)
-        shape = f" [per layer {tuple(first[0].shape)}]" if first else ""
-        return (f"LMResult({c.get('layers', '?')}-layer, {c.get('heads', '?')} head(s), lr {c.get('lr', float('nan')):g}, "
-                f"seed {c.get('seed', '?')}, {len(self.loss)} steps; loss {self.loss[0]:.4g} -> {self.loss[-1]:.4g}; "
-                f"snapshots at steps {sorted(self.snapshots)}{shape}; loss {tuple(self.loss.shape)})")
+        shape = f": per layer {tuple(first[0].shape)}" if first else ""
+        heads = c.get("heads", "?")
+        return (f"LMResult: {c.get('layers', '?')}-layer, {heads} head{'s' * (heads != 1)}, lr {c.get('lr', float('nan')):g}, "
+                f"seed {c.get('seed', '?')}, {len(self.loss)} steps; loss {self.loss[0]:.4g} -> {self.loss[-1]:.4g}\n"
+                f"  loss {tuple(self.loss.shape)}; snapshots (maps) at steps {sorted(self.snapshots)}{shape}")
 
     def attention(self, step, layer: int = 0, head: int = 0) -> np.ndarray:
         """(T, T): the attention map of ``layer`` (0 = the lowest), ``head``, on the probe after

@@ -777,12 +777,16 @@ class Prediction:
     Z_snapshots: dict
 
     def __repr__(self):
+        from .train import _short
         R, K, M = self.attention.shape
-        t0 = np.unique(np.round(self.t0_steps, 2))
-        shown = ", ".join(f"{x:g}" for x in t0[:4]) + (", ..." if t0.size > 4 else "")
-        return (f"Prediction({R} run{'s' * (R != 1)}, K={K}, M={M}, {self.steps} steps of SGD with momentum "
-                f"{self.momentum:g}; t0 = [{shown}] steps on its clock; attention {tuple(self.attention.shape)}; "
-                f"ranking of class 0: {self.ranking[0][:5].tolist()}{'...' if len(self.ranking[0]) > 5 else ''})")
+        wins = ", ".join(f"{n}: {int(r[0])}" for n, r in enumerate(self.ranking[:6])) + (", ..." if K > 6 else "")
+        return "\n".join([
+            f"Prediction: {R} run{'s' * (R != 1)}, K={K}, M={M}, {self.steps} steps of SGD with momentum {self.momentum:g}",
+            f"  t0 in its steps {_short(np.unique(np.round(self.t0_steps, 2)))}; "
+            f"in plain-SGD steps {_short(np.unique(np.round(self.t0, 2)))}",
+            f"  winners (class: token) {wins}",
+            f"  attention {tuple(self.attention.shape)}; loss {tuple(self.loss.shape)}",
+            f"  snapshots {{step: c_n}} at {_short(sorted(self.snapshots), 'steps')}"])
 
     def Z_at(self, step=None) -> np.ndarray:
         """(R, M, M): the noiseless Z after ``step`` steps (None: ``steps``; else a snapshot step)."""

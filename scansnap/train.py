@@ -130,17 +130,17 @@ class TrainResult:
         R, steps = self.loss.shape
         M = self.Z.shape[-1]
         shape = f"K={self.classes.K}, M={M}" if self.classes is not None else f"M={M}"
-        def vals(a):
-            u = np.unique(np.asarray(a))
-            return ", ".join(f"{x:g}" for x in u[:5]) + (f", ... ({u.size} values)" if u.size > 5 else "")
         cfg = self.config
         opt = cfg.get("optimizer", "?") + (f" (momentum {cfg['momentum']:g})" if cfg.get("optimizer") == "sgd" else "")
         div = int(np.sum(self.diverged)) if self.diverged is not None else 0
-        return (f"TrainResult({R} run{'s' * (R != 1)} x {steps} steps, {shape}, {opt}, init {cfg.get('init', '?')!r}; "
-                f"eta_y [{vals(self.eta_y)}], eta_z [{vals(self.eta_z)}], seeds [{vals(self.seed)}]; "
-                f"median loss {np.median(self.loss[:, 0]):.4g} -> {np.median(self.loss[:, -1]):.4g}"
-                f"{f'; {div} diverged' if div else ''}; snapshots at steps {sorted(self.snapshots)}; "
-                f"loss {tuple(self.loss.shape)}, Y and Z {tuple(self.Z.shape)})")
+        return "\n".join([
+            f"TrainResult: {R} run{'s' * (R != 1)} x {steps} steps of {opt}, init {cfg.get('init', '?')!r}, {shape}",
+            f"  eta_y {_short(np.unique(self.eta_y))}; eta_z {_short(np.unique(self.eta_z))}; "
+            f"seeds {_short(np.unique(self.seed))}",
+            f"  median loss {np.median(self.loss[:, 0]):.4g} -> {np.median(self.loss[:, -1]):.4g}; {div} diverged",
+            f"  loss {tuple(self.loss.shape)}; Y, Z {tuple(self.Z.shape)}",
+            f"  snapshots {{step: Z}} at {_short(sorted(self.snapshots), 'steps')}" if self.snapshots
+            else "  snapshots: none (train(..., snapshot_steps=[...]))"])
 
     def select(self, runs) -> "TrainResult":
         """A TrainResult of the runs ``runs`` (indices or a boolean mask, in that order)."""
@@ -275,6 +275,14 @@ class TrainResult:
                                        f"{name}_loss": (["run", "step", "loss"], loss_rows),
                                        f"{name}_attention": (["run", "step", "class", "token", "c"], att_rows)},
                         settings, self.config.get("device", "cpu"), f"TrainResult.save({name!r})")
+
+
+def _short(values, unit: str = "values") -> str:
+    """[1, 5, 20] or, for more than 6 values, [0, 5, 10, ..., 100] (21 steps): a repr line that fits."""
+    v = [f"{x:g}" if isinstance(x, (float, np.floating)) else str(x) for x in list(values)]
+    if len(v) <= 6:
+        return "[" + ", ".join(v) + "]"
+    return "[" + ", ".join(v[:3]) + f", ..., {v[-1]}] ({len(v)} {unit})"
 
 
 def _betas(betas):

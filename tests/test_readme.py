@@ -37,8 +37,9 @@ def test_readme_quickstart_python_runs(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     out = r.stdout
     assert "SequenceClasses(K=3, M=40, common=5" in out and "'unused'" in out
-    assert "TrainResult(2 runs x 60 steps, K=3, M=40" in out and "Y and Z (2, 40, 40)" in out
-    assert "LMResult(1-layer" in out and "[per layer (1, 30, 30)]" in out
+    assert "TrainResult: 2 runs x 60 steps of sgd (momentum 0.9), init 'zero', K=3, M=40" in out
+    assert "loss (2, 60); Y, Z (2, 40, 40)" in out
+    assert "LMResult: 1-layer" in out and "per layer (1, 30, 30)" in out
     assert sorted(p.name for p in (tmp_path / "my-results").iterdir()) == [
         "train.csv", "train.provenance.json", "train_attention.csv", "train_classes.csv", "train_loss.csv"]
     assert r.stderr.count("\n") < 3, r.stderr          # no warnings, no progress bars outside a terminal

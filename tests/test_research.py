@@ -30,9 +30,9 @@ def run():
 
 def test_train_result_repr_is_short_and_names_the_shapes(run):
     r = repr(run)
-    assert len(r) < 400 and "\n" not in r
-    assert r.startswith("TrainResult(3 runs x 40 steps, K=2, M=34, sgd (momentum 0.9), init 'zero'")
-    assert "loss (3, 40), Y and Z (3, 34, 34)" in r and "snapshots at steps [0, 20, 40]" in r
+    assert len(r) < 400 and max(len(line) for line in r.splitlines()) <= 80   # fits a book column
+    assert r.startswith("TrainResult: 3 runs x 40 steps of sgd (momentum 0.9), init 'zero', K=2, M=34")
+    assert "loss (3, 40); Y, Z (3, 34, 34)" in r and "snapshots {step: Z} at [0, 20, 40]" in r
     doc = TrainResult.__doc__
     for says in ("``loss``: (R, steps)", "*before* update s", "{step: (R, M, M) Z", ":meth:`attention` (R, K, M)"):
         assert says in doc
@@ -123,7 +123,8 @@ def test_lm_result_is_documented_and_its_maps_are_forwards():
     from scansnap.model import EmbeddingTransformer
     tr, va, vocab = wikitext_data()
     res = train_lm(tr, len(vocab), steps=3, d=32, d_hidden=32, heads=2, probe=va[:12], snapshot_steps=[0, 3])
-    assert repr(res).startswith("LMResult(1-layer, 2 head(s), lr 5, seed 0, 3 steps") and len(repr(res)) < 300
+    assert repr(res).startswith("LMResult: 1-layer, 2 heads, lr 5, seed 0, 3 steps") and len(repr(res)) < 300
+    assert "per layer (2, 12, 12)" in repr(res)
     assert res.attention(3, head=1).shape == (12, 12)
     res.model.eval()
     with torch.no_grad():
@@ -192,7 +193,8 @@ def test_predict_returns_what_a_run_is_compared_with(run):
     np.testing.assert_allclose(p.attention[:2], th.attention_limit_all(c, pop.Z), rtol=1e-12)
     np.testing.assert_allclose(p.attention[2], p.attention[0])         # same rates, same prediction
     assert p.attention.shape == (3, 2, 34) and p.snapshots[20].shape == (3, 2, 34) and p.loss.shape == (3, 40)
-    assert repr(p).startswith("Prediction(3 runs, K=2, M=34, 40 steps of SGD with momentum 0.9")
+    assert repr(p).startswith("Prediction: 3 runs, K=2, M=34, 40 steps of SGD with momentum 0.9")
+    assert "winners (class: token) 0: 19, 1: 29" in repr(p) and max(map(len, repr(p).splitlines())) <= 80
     cmp = run.predict().compare(run)
     assert len(cmp) == 6
     assert (cmp["top_token"] == cmp["predicted_top"]).all() and (cmp["rank_correlation"] > 0.9).all()
