@@ -615,8 +615,15 @@ def test_slider_changes_figure_without_kernel(browser, page_name):
         page.wait_for_function(f"() => ({VISIBLE_FIGURE_JS})()[0] !== {before[0]!r}", timeout=PAGE_TIMEOUT_MS)
         after = page.evaluate(VISIBLE_FIGURE_JS)
         value_after = readout.inner_text()
+        # the widget manager typesets labels with MathJax 2's Hub.Queue: served by MathJax 3 (scansnap.js)
+        typeset = page.evaluate("""async () => {
+          const el = document.querySelector('.widget-label'); el.textContent = '\\\\(\\\\eta_Y^2\\\\)';
+          await MathJax.Hub.Queue(['Typeset', MathJax.Hub, el]);
+          await new Promise(r => setTimeout(r, 300));
+          return !!el.querySelector('mjx-container'); }""")
     finally:
         ctx.close()
+    assert typeset, "TeX in a widget label was not typeset (MathJax.Hub.Queue under MathJax 3)"
     assert not problems, "\n".join(problems)
     assert value_after != value_before, (value_before, value_after)
     assert len(after) == 1 and after[0] != before[0]
