@@ -1,4 +1,37 @@
-"""scansnap: the package behind the executable book on *Scan and Snap* (Tian et al., 2023)."""
+"""scansnap: the package behind the executable book on *Scan and Snap* (Tian et al., 2023).
+
+Sequence classes (``scansnap.data``), the Y/Z model and its batched trainer (``train``), the
+paper's closed forms and noiseless dynamics (``scansnap.theory``), its metrics
+(``scansnap.metrics``), the real-text transformer (``scansnap.lm``), and
+``python -m scansnap reproduce figN`` (the paper's figures, with provenance; ``torchrun`` past
+one machine: ``scansnap.distributed``). The book's chapter "Your own experiment" walks through
+the same steps as this quickstart (about 5 s on a laptop CPU)::
+
+    from scansnap import sequence_classes, train
+    from scansnap.experiments import read_results
+
+    classes = sequence_classes(K=3, M=40, num_common=5, num_distinct=8)   # tokens 33-39 unused
+    print(classes, classes.roles()[[0, 5, 29, 30, 39]])
+    res = train(classes, eta_y=[1.0, 5.0], eta_z=1.0, seeds=0, steps=60, snapshot_steps=[0, 30, 60])
+    print(res)                                # 2 runs x 60 steps: loss (2, 60), Y and Z (2, 40, 40)
+    c = res.attention()                       # (2, 3, 40): c_n of each run and class (Eq. 5)
+    print(res.to_frame().round(3).to_string())   # a row per run: rates, loss, entropies, common mass
+    pred = res.predict()                      # the theory, on this optimiser's clock (SGD, momentum 0.9)
+    print(pred.t0_steps)                      # Theorem 4's t0, in steps of this optimiser
+    cmp = pred.compare(res)                   # a row per run and class: the run against the prediction
+    print(cmp[["run", "class", "top_token", "predicted_top", "rank_correlation", "common_mass",
+               "predicted_common_mass"]].round(3).to_string())
+    res.save("my-results")                    # CSVs + provenance record, written atomically
+    back = read_results("my-results", paper=False)   # hashes checked; {file: {column: array}}
+    print(back["train"]["distinct_entropy"])
+
+The embedding transformer on the shipped WikiText-2 (``help(scansnap.lm)``)::
+
+    from scansnap.lm import wikitext_data, train_lm
+    train_ids, valid_ids, vocab = wikitext_data()          # offline: the shipped text
+    lm = train_lm(train_ids, len(vocab), steps=20, probe=valid_ids[:30], snapshot_steps=[0, 20])
+    print(lm, lm.attention_entropy(0), lm.attention_entropy(20))   # nats: the maps sharpen
+"""
 import os
 
 # torch's OpenMP threads sleep, not spin, while they wait (read once, when torch loads; so only
@@ -6,13 +39,13 @@ import os
 # cores are busy with other work (a browser, a second job) small steps are not several times
 # slower (bench/RESULTS.md). OMP_WAIT_POLICY set by the caller wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-from .data import (SequenceClasses, make_classes, syn_small, syn_medium, sample_tokens,
+from .data import (SequenceClasses, make_classes, sequence_classes, syn_small, syn_medium, sample_tokens,
                    sample_counts, counts_from_tokens)
 from .model import YZModel, EmbeddingTransformer
 from .train import train, lr_grid, TrainResult
 from . import book
 
 __version__ = "0.2.0"
-__all__ = ["SequenceClasses", "make_classes", "syn_small", "syn_medium", "sample_tokens",
+__all__ = ["SequenceClasses", "make_classes", "sequence_classes", "syn_small", "syn_medium", "sample_tokens",
            "sample_counts", "counts_from_tokens", "YZModel", "EmbeddingTransformer", "train",
            "lr_grid", "TrainResult"]

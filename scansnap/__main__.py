@@ -41,6 +41,60 @@ def _seeds(text: str):
     return out
 
 
+def _rates(text: str):
+    """'0.5,1,2' -> (0.5, 1.0, 2.0): distinct positive numbers (a grid axis)."""
+    try:
+        out = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be numbers separated by commas, e.g. '0.5,1,2'; got {text!r}")
+    bad = [x for x in out if not (np.isfinite(x) and x > 0)]
+    if bad:
+        raise argparse.ArgumentTypeError(f"must be positive numbers; got {bad[0]:g} in {text!r}")
+    if len(set(out)) < len(out):
+        raise argparse.ArgumentTypeError(f"{text!r} lists a value twice: a repeated value repeats runs")
+    return out
+
+
+def _counts(text: str):
+    """'1,3,5' -> (1, 3, 5): distinct positive integers (a grid axis)."""
+    try:
+        out = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be whole numbers separated by commas, e.g. '1,3'; got {text!r}")
+    if any(x < 1 for x in out):
+        raise argparse.ArgumentTypeError(f"must be integers >= 1; got {min(out)} in {text!r}")
+    if any(x > 1000 for x in out):
+        raise argparse.ArgumentTypeError(f"{max(out)} query tokens is more than 1000 (a vocabulary of over "
+                                         f"23,000 tokens and a grid that does not fit in memory); got {text!r}")
+    if len(set(out)) < len(out):
+        raise argparse.ArgumentTypeError(f"{text!r} lists a value twice: a repeated value repeats runs")
+    return out
+
+
+def _int_at_least(minimum: int, what: str):
+    def parse(text: str):
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be an integer >= {minimum}, got {text!r}")
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"{what} must be an integer >= {minimum}, got {v}")
+        return v
+    return parse
+
+
+# Which figures take which grid flag (the Syn-Medium sweep's axes; batch and T for every Y/Z training)
+_SWEEP = ("fig6", "fig11", "fig12")
+GRID_FIGURES = {"eta_z": _SWEEP, "ratio": _SWEEP, "num_last": _SWEEP,
+                "batch": ("fig4", "fig5") + _SWEEP, "T": ("fig4", "fig5") + _SWEEP}
+DISTRIBUTED = ("fig6", "fig7", "fig10", "fig11", "fig12")   # split over torchrun's ranks (scansnap.distributed)
+
+
+def _grid_for(fig: str, grid: dict) -> dict:
+    """The grid flags that apply to ``fig`` (the others are left out of its settings)."""
+    return {k: v for k, v in grid.items() if v is not None and fig in GRID_FIGURES[k]}
+
+
 def _write_csv(path, header, rows):
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
@@ -52,38 +106,44 @@ def reproduce_fig3(out: Path, **_):
     """Fig. 3: e^{2 B_n(t)} for M=1000, K=10, eta_Z=0.5, eta_Y in {0.5, 1, 2, 5} (closed form)."""
     from .plots import growth_factor
     from .theory import B_n
+    from .theory import transition_time
     t = np.geomspace(1, 1e5, 200)
-    rows = [(f"{ey:g}", f"{tt:.6g}", f"{np.exp(2 * b):.10g}")
+    rows = [(f"{ey:g}", f"{tt:.6g}", f"{np.exp(2 * b):.10g}", f"{transition_time(1000, 10, ey):.10g}")
             for ey in (0.5, 1, 2, 5) for tt, b in zip(t, B_n(t, 1000, 10, ey, 0.5, 1.0))]
-    _write_csv(out / "fig3.csv", ["eta_y", "t", "growth_bound"], rows)
-    growth_factor(1000, 10, 0.5, (0.5, 1, 2, 5)).savefig(out / "fig3.png", dpi=120)
+    _write_csv(out / "fig3.csv", ["eta_y", "t", "growth_bound", "t0"], rows)
+    growth_factor(1000, 10, 0.5, (0.5, 1, 2, 5), t=t).savefig(out / "fig3.png", dpi=120)
     return ["fig3.csv", "fig3.png"]
 
 
-def reproduce_fig4(out: Path, device: str, steps: int, **_):
-    """Fig. 4: Syn-Small, left eta_Y = eta_Z = 1 (fig4.*), right eta_Y = 10, eta_Z = 1 (fig4_right.*)."""
+def reproduce_fig4(out: Path, device: str, steps: int, grid=None, **_):
+    """Fig. 4: Syn-Small, left eta_Y = eta_Z = 1 (fig4.*), right eta_Y = 10, eta_Z = 1 (fig4_right.*).
+    ``figN.csv``: the loss per step (the lower panel); ``figN_cn.csv``: c_n per snapshot step,
+    class and token of its support (the upper panel shows class 0)."""
     from .experiments import FIG4_SNAPSHOTS, fig4
     from .plots import cn_over_training
     steps = steps or COMMON["steps"]
     files = []
     for name, ey in (("fig4", 1.0), ("fig4_right", 10.0)):
         classes, res = fig4(eta_y=ey, device=device, steps=steps,
-                            snapshot_steps=[s for s in FIG4_SNAPSHOTS if s <= steps])
+                            snapshot_steps=[s for s in FIG4_SNAPSHOTS if s <= steps], **(grid or {}))
         _write_csv(out / f"{name}.csv", ["step", "loss"],
                    [(s, f"{l:.10g}") for s, l in enumerate(res.loss[0])])
+        _write_csv(out / f"{name}_cn.csv", ["step", "class", "token", "c"],
+                   [(s, n, int(l), f"{c:.10g}") for s in sorted(res.snapshots)
+                    for n, cn in enumerate(res.attention(s)[0]) for l, c in zip(classes.support(n), cn[classes.support(n)])])
         snaps = {s: z[0].numpy() for s, z in res.snapshots.items()}
         cn_over_training(classes, snaps, n=0, loss=res.loss[0]).savefig(out / f"{name}.png", dpi=120)
-        files += [f"{name}.csv", f"{name}.png"]
+        files += [f"{name}.csv", f"{name}_cn.csv", f"{name}.png"]
     return files
 
 
-def reproduce_fig5(out: Path, device: str, steps: int, **_):
+def reproduce_fig5(out: Path, device: str, steps: int, grid=None, **_):
     """Fig. 5: Syn-Small with Adam, eta_Y = eta_Z in {0.1, 0.5, 1}: final c_n of class 0."""
     from .experiments import fig5
     from .plots import cn_final
     from .theory import attention_limit_all
     steps = steps or COMMON["steps"]
-    classes, res = fig5(device=device, steps=steps)
+    classes, res = fig5(device=device, steps=steps, **(grid or {}))
     rows = []
     for r, eta in enumerate(res.eta_y):
         c = attention_limit_all(classes, res.Z[r].numpy())[0]
@@ -94,17 +154,47 @@ def reproduce_fig5(out: Path, device: str, steps: int, **_):
     return ["fig5.csv", "fig5.png"]
 
 
-def _sweep(cache, device, steps, seeds):
+def _sweep(cache, device, steps, seeds, grid=None, world=None):
+    """The Syn-Medium sweep of Figs. 6, 11, 12, once per command. Under torchrun every rank trains
+    the runs of its seeds (they share batches: a unit of work) and rank 0 gets them all, in the
+    order one process gives (``None`` on the other ranks)."""
     if "sweep" not in cache:
-        from .experiments import syn_medium_sweep
-        cache["sweep"] = syn_medium_sweep(seeds=seeds, device=device, progress=True, steps=steps or COMMON["steps"])
+        from .experiments import FIG6, syn_medium_sweep
+        g = dict(grid or {})
+        axes = {k: g.pop(k, None) or FIG6[k] for k in ("num_last", "eta_z", "ratio")}
+        kw = dict(device=device, steps=steps or COMMON["steps"], **axes, **g)
+        if world is None:
+            cache["sweep"] = syn_medium_sweep(seeds=seeds, progress=True, **kw)
+        else:
+            from . import distributed
+            from .train import TrainResult, lr_grid
+
+            def compute(mine):
+                if not mine:
+                    return []
+                sw = syn_medium_sweep(seeds=tuple(mine), progress=world.main, **kw)
+                return [{nl: res.select(res.seed == s) for nl, (_, res) in sw.items()} for s in mine]
+            parts = distributed.gather(world, list(seeds), compute, "the Syn-Medium sweep")
+            if parts is None:
+                cache["sweep"] = None
+            else:
+                from .data import syn_medium
+                ey, ez, sd = lr_grid(axes["eta_z"], axes["ratio"], seeds)
+                sweep = {}
+                for nl in axes["num_last"]:
+                    merged = TrainResult.concat([p[nl] for p in parts])
+                    where = {k: i for i, k in enumerate(zip(merged.eta_y.tolist(), merged.eta_z.tolist(),
+                                                            merged.seed.tolist()))}
+                    res = merged.select([where[k] for k in zip(ey.tolist(), ez.tolist(), sd.tolist())])
+                    sweep[nl] = (syn_medium(nl), res)
+                cache["sweep"] = sweep
     return cache["sweep"]
 
 
-def reproduce_fig6(out: Path, device: str, steps: int, seeds, cache, **_):
+def reproduce_fig6(out: Path, device: str, steps: int, seeds, cache, grid=None, world=None, **_):
     from .experiments import fig6
     from .plots import entropy_sweep
-    r = fig6(sweep=_sweep(cache, device, steps, seeds))
+    r = fig6(sweep=_sweep(cache, device, steps, seeds, grid, world))
     _write_csv(out / "fig6.csv", ["num_last", "eta_z", "ratio", "seed", "entropy"],
                [(int(a), f"{b:g}", f"{c:g}", int(d), f"{e:.10g}")
                 for a, b, c, d, e in zip(r["num_last"], r["eta_z"], r["ratio"], r["seed"], r["entropy"])])
@@ -112,35 +202,61 @@ def reproduce_fig6(out: Path, device: str, steps: int, seeds, cache, **_):
     return ["fig6.csv", "fig6.png"]
 
 
-def _recall(out, device, steps, seeds, cache, name, by):
+def _recall(out, device, steps, seeds, cache, name, by, grid=None, world=None):
     from .experiments import fig11_12
     from .plots import recall_curves
     if "recall" not in cache:
-        cache["recall"] = fig11_12(_sweep(cache, device, steps, seeds))
+        cache["recall"] = fig11_12(_sweep(cache, device, steps, seeds, grid, world))
     r = cache["recall"]
     _write_csv(out / f"{name}.csv", ["num_last", "eta_z", "ratio", "threshold", "recall"],
                [(int(a), f"{b:g}", f"{c:g}", f"{d:.6g}", f"{e:.6g}")
                 for a, b, c, d, e in zip(r["num_last"], r["eta_z"], r["ratio"], r["threshold"], r["recall"])])
-    recall_curves(r["num_last"], r["eta_z"], r["ratio"], r["threshold"], r["recall"], by=by).savefig(
+    # the paper fixes eta_Z = 1 (Fig. 11) and eta_Y/eta_Z = 1 (Fig. 12); a grid without that value
+    # shows its value nearest to 1
+    held = r["eta_z"] if by == "ratio" else r["ratio"]
+    at = min(np.unique(held), key=lambda v: (abs(np.log(v)), v))
+    recall_curves(r["num_last"], r["eta_z"], r["ratio"], r["threshold"], r["recall"], by=by, at=float(at)).savefig(
         out / f"{name}.png", dpi=120)
     return [f"{name}.csv", f"{name}.png"]
 
 
 def reproduce_fig11(out: Path, **kw):
     """Fig. 11: recall-threshold curves by eta_Y/eta_Z (eta_Z = 1), mean over seeds."""
-    return _recall(out, name="fig11", by="ratio", **{k: kw[k] for k in ("device", "steps", "seeds", "cache")})
+    return _recall(out, name="fig11", by="ratio",
+                   **{k: kw.get(k) for k in ("device", "steps", "seeds", "cache", "grid", "world")})
 
 
 def reproduce_fig12(out: Path, **kw):
     """Fig. 12: recall-threshold curves by eta_Z (eta_Y = eta_Z), mean over seeds."""
-    return _recall(out, name="fig12", by="eta_z", **{k: kw[k] for k in ("device", "steps", "seeds", "cache")})
+    return _recall(out, name="fig12", by="eta_z",
+                   **{k: kw.get(k) for k in ("device", "steps", "seeds", "cache", "grid", "world")})
 
 
-def reproduce_fig7(out: Path, device: str, steps, data="shipped", **_):
-    """Fig. 7: lowest-layer attention of 1- and 3-layer models on WikiText-2 (SGD, lr 5)."""
+def _fig7_results(device, steps, data, world=None):
+    """Fig. 7's two models ({layers: LMResult}); under torchrun one model a rank (a unit of work),
+    gathered on rank 0 (None on the others)."""
     from .experiments import FIG7, fig7
+    steps = steps or FIG7["steps"]
+    if world is None:
+        return fig7(steps=steps, device=device, progress=True, source=data)[0]
+    from . import distributed
+
+    def compute(mine):
+        if not mine:
+            return []
+        res = fig7(steps=steps, layers=mine, device=device, progress=world.main, source=data)[0]
+        for r in res.values():
+            r.model = None                       # the maps travel, not the weights
+        return [res[L] for L in mine]
+    layers = [1, 3]
+    parts = distributed.gather(world, layers, compute, "fig7")
+    return None if parts is None else dict(zip(layers, parts))
+
+
+def reproduce_fig7(out: Path, device: str, steps, data="shipped", world=None, **_):
+    """Fig. 7: lowest-layer attention of 1- and 3-layer models on WikiText-2 (SGD, lr 5)."""
     from .plots import attention_maps
-    results, probe, vocab = fig7(steps=steps or FIG7["steps"], device=device, progress=True, source=data)
+    results = _fig7_results(device, steps, data, world)
     rows, maps = [], {}
     for L, res in results.items():
         maps[f"{L}-layer, lowest layer"] = {}
@@ -164,11 +280,38 @@ def reproduce_freeze(out: Path, device: str, steps, data="shipped", **_):
     return ["freeze.csv", "freeze.png"]
 
 
-def reproduce_fig10(out: Path, device: str, steps, data="shipped", **_):
+def _fig10_rows(device, steps, data, world=None):
+    """Fig. 10's rows; under torchrun each rank trains whole groups of runs (one run on a CPU,
+    one seed's rates on a GPU: :func:`scansnap.experiments.fig10_groups`), gathered on rank 0
+    in the order of one process (None on the other ranks)."""
+    from .experiments import FIG10, fig10, fig10_groups, fig10_rows, wikitext_data
+    steps = steps or FIG10["steps"]
+    if world is None:
+        return fig10(lrs=FIG10["lrs"], seeds=FIG10["seeds"], steps=steps, device=device, progress=True, source=data)
+    from . import distributed
+    groups = fig10_groups([(lr, s) for lr in FIG10["lrs"] for s in FIG10["seeds"]], device)
+
+    def compute(mine):
+        if not mine:
+            return []
+        rows = fig10_rows([r for g in mine for r in g], steps=steps, device=device, progress=world.main,
+                          data=wikitext_data(data))
+        out, i = [], 0
+        for g in mine:
+            out.append(rows[i:i + len(g)])
+            i += len(g)
+        return out
+    parts = distributed.gather(world, groups, compute, "fig10")
+    if parts is None:
+        return None
+    by_run = {(r[0], r[1]): r for part in parts for r in part}
+    return [by_run[(lr, s)] for lr in FIG10["lrs"] for s in FIG10["seeds"]]
+
+
+def reproduce_fig10(out: Path, device: str, steps, data="shipped", world=None, **_):
     """Fig. 10: validation attention entropy vs SGD learning rate 1-5, 5 seeds (1-layer, WikiText-2)."""
-    from .experiments import FIG10, fig10
     from .plots import entropy_vs_lr
-    rows = fig10(steps=steps or FIG10["steps"], device=device, progress=True, source=data)
+    rows = _fig10_rows(device, steps, data, world)
     _write_csv(out / "fig10.csv", ["lr", "seed", "entropy", "final_loss"],
                [(f"{a:g}", b, f"{c:.6g}", f"{d:.6g}") for a, b, c, d in rows])
     entropy_vs_lr([r[0] for r in rows], [r[2] for r in rows]).savefig(out / "fig10.png", dpi=120)
@@ -196,11 +339,12 @@ def reproduce_fig9(out: Path, **_):
     from .theory import B_n
     panels = [(100, [(0.5, 5), (1, 10), (2, 20), (4, 40), (8, 80)]),
               (10000, [(0.5, 0.5), (1, 1), (2, 2), (4, 4), (8, 8)])]
+    from .theory import transition_time
     t = np.geomspace(1, 1e6, 200)
-    rows = [(M, f"{ez:g}", f"{ey:g}", f"{tt:.6g}", f"{b:.10g}")
+    rows = [(M, f"{ez:g}", f"{ey:g}", f"{tt:.6g}", f"{b:.10g}", f"{transition_time(M, 10, ey):.10g}")
             for M, pairs in panels for ez, ey in pairs for tt, b in zip(t, B_n(t, M, 10, ey, ez, 1.0))]
-    _write_csv(out / "fig9.csv", ["M", "eta_z", "eta_y", "t", "B_n"], rows)
-    B_fixed_ratio(panels).savefig(out / "fig9.png", dpi=120)
+    _write_csv(out / "fig9.csv", ["M", "eta_z", "eta_y", "t", "B_n", "t0"], rows)
+    B_fixed_ratio(panels, t=t).savefig(out / "fig9.png", dpi=120)
     return ["fig9.csv", "fig9.png"]
 
 
@@ -238,48 +382,113 @@ def main(argv=None):
                    help="text for figs 7, 10 and 'freeze': the shipped WikiText-2 valid+test split by "
                         "article (offline, default), the full WikiText-2 or WikiText-103 (downloaded once), "
                         "or 'auto' (full WikiText-2 when reachable, else shipped, saying so)")
+    g = r.add_argument_group("your own grid (figs 6, 11, 12: the Syn-Medium sweep; --batch and --T also figs 4, 5)",
+                             "Results made with any of these differ from the paper's settings: the provenance "
+                             "record says so, and the book refuses to read them as the paper's.")
+    g.add_argument("--eta-z", type=_rates, default=None, metavar="LIST",
+                   help="attention learning rates eta_Z, e.g. '0.5,1,2,3' (the paper's)")
+    g.add_argument("--ratio", type=_rates, default=None, metavar="LIST",
+                   help="eta_Y/eta_Z ratios, e.g. '1,2,5,10' (the paper's)")
+    g.add_argument("--num-last", type=_counts, default=None, metavar="LIST",
+                   help="numbers of query tokens (vocabularies), e.g. '1,3,5,10' (the paper's)")
+    g.add_argument("--batch", type=_int_at_least(1, "--batch"), default=None, metavar="B",
+                   help="sequences per step (the paper's: 128)")
+    g.add_argument("--T", type=_int_at_least(2, "--T"), default=None, metavar="T",
+                   help="sequence length, contextual tokens and the query (the paper's: 128)")
+    r.epilog = ("Past one machine: torchrun --nproc_per_node N -m scansnap reproduce fig10 --out DIR "
+                "(figs 6, 7, 10, 11, 12 split their runs over the ranks; rank 0 writes; see bench/RESULTS.md)")
     argv = sys.argv[1:] if argv is None else list(argv)
     a = p.parse_args(argv)
     from ._validate import resolve_device, positive_int
+    from . import distributed
     figures = []
     for f in a.figure:
         for g in (FIGURES if f == "all" else (f,)):
             if g not in figures:
                 figures.append(g)
+    grid = {"eta_z": a.eta_z, "ratio": a.ratio, "num_last": a.num_last, "batch": a.batch, "T": a.T}
+    for k, v in grid.items():
+        if v is not None and not any(f in GRID_FIGURES[k] for f in figures):
+            flag = "--" + k.replace("_", "-")
+            p.exit(2, f"{p.prog}: error: {flag} applies to {', '.join(GRID_FIGURES[k])}; "
+                      f"none of them is asked for ({' '.join(a.figure)})\n")
+    world = None
     try:
-        device = str(resolve_device(a.device))
+        world, device_arg = distributed.init(a.device)     # under torchrun: one device a rank
+        device = str(resolve_device(device_arg))
         if a.steps is not None:
             positive_int("steps", a.steps)
-        out = provenance.check_out_dir(a.out)
+        error = None
+        out = a.out
+        if world is None or world.main:                    # only the writer needs --out
+            try:
+                out = provenance.check_out_dir(a.out)
+            except (ValueError, OSError) as e:
+                error = str(e)
+        error = distributed.agree(world, error)
+        if error is not None:
+            raise ValueError(error)
         data, data_record, data_notes = _data(a.data, figures)
     except (ValueError, OSError) as e:
-        p.exit(2, f"{p.prog}: error: {e}\n")
+        # under torchrun: rank 0 says it, then every rank leaves together (a rank that left first
+        # would have torchrun stop rank 0 before it printed)
+        if world is None or world.main:
+            print(f"{p.prog}: error: {e}", file=sys.stderr, flush=True)
+        distributed.finish(world, barrier=True)
+        sys.exit(2)
     if data_record is not None:
         for note in data_notes:
-            print(f"note: {note}", file=sys.stderr, flush=True)
-        print(f"data: {data_record['detail']}", flush=True)
+            distributed.say(world, f"note: {note}", file=sys.stderr)
+        distributed.say(world, f"data: {data_record['detail']}")
     env = provenance.environment(device)
+    env.update(world.record() if world is not None else {"world_size": 1})
     # SIGTERM as SystemExit: the staging folder of the figure in progress is removed on the way out
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, lambda sig, frame: sys.exit(128 + sig))
     cache: dict = {}
-    for fig in figures:
-        t0 = time.perf_counter()
-        with provenance.staged(out, fig) as stage:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                files = globals()[f"reproduce_{fig}"](stage, device=device, steps=a.steps, seeds=a.seeds,
-                                                      cache=cache, data=data)
-            notes = [f"{w.category.__name__}: {w.message}" for w in caught]
-            for note in notes:
-                print(f"{fig}: {note}", file=sys.stderr, flush=True)
-            rec = provenance.record(fig, stage, files, provenance.settings_for(fig, a.steps, a.seeds, data),
-                                    data_record if fig in LM_FIGURES else None, env,
-                                    time.perf_counter() - t0, notes, argv)
-            names = provenance.commit(stage, out, fig, rec)
-        print(f"{fig}: wrote {', '.join(str(out / f) for f in names)} in {time.perf_counter() - t0:.1f} s "
-              f"on {device}", flush=True)
+    try:
+        for fig in figures:
+            t0 = time.perf_counter()
+            kw = dict(device=device, steps=a.steps, seeds=a.seeds, cache=cache, data=data,
+                      grid=_grid_for(fig, grid), world=world)
+            if world is not None and not world.main:
+                if fig in DISTRIBUTED:                     # this rank's share; rank 0 gathers and writes
+                    _share(fig, **kw)
+                continue
+            with provenance.staged(out, fig) as stage:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    files = globals()[f"reproduce_{fig}"](stage, **kw)
+                notes = [f"{w.category.__name__}: {w.message}" for w in caught]
+                for note in notes:
+                    print(f"{fig}: {note}", file=sys.stderr, flush=True)
+                rec = provenance.record(fig, stage, files,
+                                        provenance.settings_for(fig, a.steps, a.seeds, data, _grid_for(fig, grid)),
+                                        data_record if fig in LM_FIGURES else None, env,
+                                        time.perf_counter() - t0, notes, argv)
+                names = provenance.commit(stage, out, fig, rec)
+            where = f" ({world.size} ranks, {world.backend})" if world is not None else ""
+            print(f"{fig}: wrote {', '.join(str(out / f) for f in names)} in {time.perf_counter() - t0:.1f} s "
+                  f"on {device}{where}", flush=True)
+    except distributed.RankFailed as e:
+        if world is None or world.main:
+            print(f"{p.prog}: error: {e}; nothing written for it", file=sys.stderr, flush=True)
+        distributed.finish(world, barrier=True)       # rank 0 has said it before any rank leaves
+        return 1
+    finally:
+        distributed.finish(world)
     return 0
+
+
+def _share(fig, device, steps, seeds, cache, data, grid, world):
+    """A rank other than 0: compute its share of a distributed figure (the same collective calls
+    as rank 0's ``reproduce_<fig>``), write nothing."""
+    if fig in _SWEEP:
+        _sweep(cache, device, steps, seeds, grid, world)
+    elif fig == "fig7":
+        _fig7_results(device, steps, data, world)
+    elif fig == "fig10":
+        _fig10_rows(device, steps, data, world)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,12 @@ from ._validate import positive_int
 _SUM_TOL = 1e-9
 
 
+class ClassLayoutWarning(UserWarning):
+    """A query or next token is also a contextual token of some class: allowed by the model,
+    outside the paper's setting (Sec. 3.2: the context, the query and the next token are
+    separate tokens), so the theory's predictions need not hold."""
+
+
 @dataclass(frozen=True, eq=False)
 class SequenceClasses:
     """K sequence classes over a vocabulary of M tokens.
@@ -68,6 +74,7 @@ class SequenceClasses:
         object.__setattr__(self, "next_token", nxt)
         for a in (probs, query, nxt):
             a.setflags(write=False)
+        _warn_layout(probs, query, nxt)
 
     @property
     def K(self) -> int:
@@ -121,6 +128,39 @@ class SequenceClasses:
         return (f"SequenceClasses(K={self.K}, M={self.M}, common={len(self.common_tokens)}, "
                 f"distinct per class={self.distinct_mask.sum(axis=1).tolist()})")
 
+    def roles(self) -> np.ndarray:
+        """(M,) the role of every token, as text: ``"common"`` (in more than one class's
+        context), ``"distinct n"`` (in class n's context only), ``"query"`` (psi of some class),
+        ``"next n"`` (class n's next token), ``"unused"`` (never drawn). A token with two roles
+        (say a query that is also contextual) shows both, joined by ``" + "``."""
+        out = []
+        for l in range(self.M):
+            r = []
+            if self.omega[l] > 1:
+                r.append("common")
+            elif self.omega[l] == 1:
+                r.append(f"distinct {int(np.flatnonzero(self.probs[:, l] > 0)[0])}")
+            if l in self.query:
+                r.append("query")
+            r += [f"next {n}" for n in np.flatnonzero(self.next_token == l)]
+            out.append(" + ".join(r) or "unused")
+        return np.array(out)
+
+
+def _warn_layout(probs, query, nxt):
+    """A ClassLayoutWarning naming the first query or next token that is also contextual."""
+    import warnings
+    for what, ids in (("query", query), ("next", nxt)):
+        for n, t in enumerate(ids):
+            owners = np.flatnonzero(probs[:, t] > 0)
+            if owners.size:
+                warnings.warn(
+                    f"class {n}'s {what} token {int(t)} is also a contextual token of class {int(owners[0])} "
+                    f"(P({int(t)} | class {int(owners[0])}) = {probs[owners[0], t]:.3g}): the paper keeps the "
+                    "context, query and next tokens apart (Sec. 3.2), and its theory assumes it",
+                    ClassLayoutWarning, stacklevel=4)
+                return
+
 
 def _token_ids(what: str, ids, K: int, M: int) -> np.ndarray:
     a = np.asarray(ids)
@@ -141,12 +181,15 @@ def _token_ids(what: str, ids, K: int, M: int) -> np.ndarray:
 
 def make_classes(num_last: int, num_next_per_last: int = 1, *, num_common: int = 10,
                  num_distinct: int = 10, common_weight: float = 1.0,
-                 distinct_min: float = 0.1, distinct_max: float = 1.0) -> SequenceClasses:
+                 distinct_min: float = 0.1, distinct_max: float = 1.0, M: int | None = None) -> SequenceClasses:
     """The authors' generator: token layout ``common | distinct blocks | queries | nexts``.
 
     Every class gets the ``num_common`` common tokens with weight ``common_weight`` and its
     own block of ``num_distinct`` tokens with weights ``linspace(distinct_min,
-    distinct_max)``, normalised. Query m has ``num_next_per_last`` next tokens.
+    distinct_max)``, normalised. Query m has ``num_next_per_last`` next tokens, so there are
+    K = num_last * num_next_per_last classes over num_common + K num_distinct + num_last + K
+    tokens. ``M``: a larger vocabulary, the tokens beyond those never drawn (default: just the
+    tokens used). :func:`sequence_classes` takes K and M directly.
     """
     num_last = positive_int("num_last", num_last)
     num_next_per_last = positive_int("num_next_per_last", num_next_per_last)
@@ -162,7 +205,11 @@ def make_classes(num_last: int, num_next_per_last: int = 1, *, num_common: int =
     distinct0 = num_common
     query0 = distinct0 + num_distinct * K
     next0 = query0 + num_last
-    M = next0 + K
+    used = next0 + K
+    M = used if M is None else positive_int("M (vocabulary size)", M)
+    if M < used:
+        raise ValueError(f"M = {M} is smaller than the {used} tokens this layout uses "
+                         f"({num_common} common + {K} x {num_distinct} distinct + {num_last} query + {K} next)")
     probs = np.zeros((K, M))
     weights = np.linspace(distinct_min, distinct_max, num_distinct)
     for n in range(K):
@@ -171,6 +218,45 @@ def make_classes(num_last: int, num_next_per_last: int = 1, *, num_common: int =
     probs /= probs.sum(axis=1, keepdims=True)
     query = query0 + np.arange(K) // num_next_per_last
     return SequenceClasses(probs, query, next0 + np.arange(K))
+
+
+def sequence_classes(K: int, M: int | None = None, *, queries: int = 1, num_common: int = 10,
+                     num_distinct: int = 10, common_weight: float = 1.0, distinct_weights=None) -> SequenceClasses:
+    """K sequence classes over a vocabulary of M tokens, laid out as the paper's (Sec. 3.2):
+
+    ``common (num_common) | distinct: class 0's, class 1's, ... (num_distinct each) | queries | next tokens | unused``
+
+    - ``queries``: how many query tokens; the K classes share them in order (K a multiple of it):
+      1 (every class has the same query, Theorem 2(b)'s and Sec. 6's setting) up to K (one each).
+    - ``common_weight``: the weight of each common token; ``distinct_weights``: the
+      ``num_distinct`` weights of a class's own tokens (default ``linspace(0.1, 1)``, the
+      authors'; every class gets the same). A row is normalised to sum to 1.
+    - ``M``: the vocabulary size, at least the tokens used (num_common + K num_distinct +
+      queries + K); the rest are never drawn (default: exactly the tokens used).
+
+    Row n is class n; ``classes.roles()`` names every token's role. E.g.
+    ``sequence_classes(3, 40, num_common=5, num_distinct=8)``: tokens 0-4 common, 5-28
+    distinct (8 per class), 29 the query, 30-32 the next tokens, 33-39 unused.
+    """
+    K = positive_int("K (number of classes)", K)
+    queries = positive_int("queries", queries)
+    if K % queries:
+        raise ValueError(f"K = {K} classes cannot share {queries} query tokens equally: K must be a multiple of queries")
+    num_distinct = positive_int("num_distinct", num_distinct, minimum=0)
+    if distinct_weights is None:
+        return make_classes(queries, K // queries, num_common=num_common, num_distinct=num_distinct,
+                            common_weight=common_weight, M=M)
+    w = np.asarray(distinct_weights, dtype=float)
+    if w.shape != (num_distinct,) or not np.all(np.isfinite(w)) or np.any(w <= 0):
+        raise ValueError(f"distinct_weights must be {num_distinct} positive numbers (one per distinct token), "
+                         f"got {distinct_weights!r}")
+    base = make_classes(queries, K // queries, num_common=num_common, num_distinct=num_distinct,
+                        common_weight=common_weight, M=M)
+    probs = (base.probs > 0) * 1.0
+    probs[:, :num_common] *= common_weight
+    for n in range(K):
+        probs[n, num_common + n * num_distinct: num_common + (n + 1) * num_distinct] = w
+    return SequenceClasses(probs / probs.sum(axis=1, keepdims=True), base.query, base.next_token)
 
 
 def syn_small() -> SequenceClasses:

@@ -106,7 +106,11 @@ FIG10 = dict(lrs=(1.0, 2.0, 3.0, 4.0, 5.0), seeds=(1, 2, 3, 4, 5), steps=300)
 
 
 def wikitext_data(source="shipped", min_freq=LM_MIN_FREQ):
-    """(train ids, valid ids, vocab) with a vocabulary from the training text (min_freq)."""
+    """(train ids, valid ids, vocab) with a vocabulary from the training text (min_freq).
+
+    Also ``scansnap.lm.wikitext_data`` and ``scansnap.wikitext.wikitext_data`` (the same
+    function). ``train ids``, ``valid ids``: 1-D int64 tensors of token ids; ``vocab``: a
+    :class:`scansnap.wikitext.Vocab`; ``source``: see :func:`scansnap.wikitext.load`."""
     from . import wikitext
     corpus = wikitext.load(source)
     vocab = wikitext.Vocab.build(corpus.train + ["<unk>"], min_freq=min_freq)
@@ -126,9 +130,12 @@ def lm_workers(workers, runs: int, dev: torch.device) -> int:
     return positive_int("workers", workers)
 
 
-def lm_runs(fn, items, workers: int, progress=False, desc="runs"):
+def lm_runs(fn, items, workers: int, progress=False, desc="runs", one_thread=False):
     """``[fn(item, stop) for item in items]``: one after another, or on ``workers`` threads of
-    one torch thread each (:func:`scansnap._cpu.map_on_threads`); a progress bar over the runs."""
+    one torch thread each (:func:`scansnap._cpu.map_on_threads`); a progress bar over the runs.
+    ``one_thread``: one after another on one torch thread too, so that a run's arithmetic (the
+    order of its sums) is the same whichever way the runs are spread (threads, processes,
+    machines: :mod:`scansnap.distributed`)."""
     from ._cpu import map_on_threads
     bar = tqdm(total=len(items), disable=not progress, desc=desc, unit="run")
 
@@ -139,7 +146,14 @@ def lm_runs(fn, items, workers: int, progress=False, desc="runs"):
         return res
     try:
         if workers <= 1 or len(items) <= 1:
-            return [one(item, None) for item in items]
+            if not one_thread:
+                return [one(item, None) for item in items]
+            caller = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                return [one(item, None) for item in items]
+            finally:
+                torch.set_num_threads(caller)
         return map_on_threads(one, items, workers)
     finally:
         bar.close()
@@ -147,7 +161,9 @@ def lm_runs(fn, items, workers: int, progress=False, desc="runs"):
 
 def fig7(steps=FIG7["steps"], layers=(1, 3), device=None, progress=False, source="shipped", workers=None):
     """Fig. 7: lowest-layer attention on a validation window during SGD (lr 5), 1 and 3 layers.
-    ``workers``: how many of the models train side by side (:func:`lm_workers`)."""
+    ``workers``: how many of the models train side by side (:func:`lm_workers`). On a CPU each
+    model computes on one torch thread, so its maps do not depend on the thread count or on
+    how the models are spread over processes (``torchrun``: :mod:`scansnap.distributed`)."""
     from ._validate import resolve_device
     from .lm import train_lm
     dev = resolve_device(device)
@@ -158,7 +174,7 @@ def fig7(steps=FIG7["steps"], layers=(1, 3), device=None, progress=False, source
     res = lm_runs(lambda L, stop: train_lm(tr, len(vocab), layers=L, lr=FIG7["lr"], steps=steps, probe=probe,
                                            snapshot_steps=snaps, device=dev, stop=stop,
                                            progress=progress and L == layers[-1]),   # one bar: the last model's steps
-                  layers, lm_workers(workers, len(layers), dev))
+                  layers, lm_workers(workers, len(layers), dev), one_thread=dev.type == "cpu")
     return dict(zip(layers, res)), probe, vocab
 
 
@@ -237,31 +253,63 @@ def fig10(lrs=FIG10["lrs"], seeds=FIG10["seeds"], steps=FIG10["steps"], device=N
           source="shipped", batched=None, workers=None):
     """Fig. 10: validation attention entropy of a 1-layer model vs the SGD learning rate.
 
-    Rows (lr, seed, entropy, mean training loss of the last 20 steps), one per run. The runs
-    are trained as one batched program (``scansnap.lm.train_lms``) where that is faster (on
-    a GPU; ``batched=None`` decides by device) and model by model otherwise (on a CPU the
-    batched program is slower: see bench/RESULTS.md), ``workers`` of them side by side
-    (:func:`lm_workers`). All do the same arithmetic (equal to rounding over a few steps,
-    tested), but 300 SGD steps at these rates amplify rounding to the spread between seeds,
-    so they give different rows, equally valid (see :mod:`scansnap.lm`).
+    Rows (lr, seed, entropy, mean training loss of the last 20 steps), one per run, the runs
+    in the order lrs x seeds (:func:`fig10_rows` for any list of runs). On a CPU every run
+    computes on one torch thread (``workers`` of them side by side, :func:`lm_workers`): a
+    run's row is then the same whatever the machine's thread count, and whichever process
+    trains it (``torchrun``, :mod:`scansnap.distributed`). On a GPU the runs of one seed (its
+    learning rates) train as one batched program (``scansnap.lm.train_lms``; ``batched=False``:
+    model by model), so the same runs share a program however the seeds are spread. The two
+    programs do the same arithmetic (equal to rounding over a few steps, tested), but 300 SGD
+    steps at these rates amplify rounding to the spread between seeds, so they give different
+    rows, equally valid (see :mod:`scansnap.lm`).
     """
-    from ._validate import resolve_device
-    from .lm import _runs, train_lm, train_lms
     if not len(lrs) or not len(seeds):
         raise ValueError(f"fig10 needs at least one learning rate and one seed; got lrs={lrs!r}, seeds={seeds!r}")
-    runs = [(lr, s) for lr in lrs for s in seeds]
+    return fig10_rows([(lr, s) for lr in lrs for s in seeds], steps=steps, device=device, progress=progress,
+                      source=source, batched=batched, workers=workers)
+
+
+def fig10_groups(runs, device=None, batched=None) -> list:
+    """The runs of :func:`fig10_rows` in the groups that compute together: on a CPU (or with
+    ``batched=False``) one run a group; on a GPU the runs of one seed, in order of first
+    appearance. Distributed training hands out whole groups (:mod:`scansnap.distributed`)."""
+    from ._validate import resolve_device
+    dev = resolve_device(device)
+    if not (dev.type == "cuda" if batched is None else batched):
+        return [[r] for r in runs]
+    groups: dict = {}
+    for r in runs:
+        groups.setdefault(r[1], []).append(r)
+    return list(groups.values())
+
+
+def fig10_rows(runs, steps=FIG10["steps"], device=None, progress=False, source="shipped", batched=None,
+               workers=None, data=None):
+    """:func:`fig10`'s rows for an explicit list of runs [(lr, seed), ...], in that order.
+    ``data``: the (train ids, valid ids, vocab) of :func:`wikitext_data`, if already loaded."""
+    from ._validate import resolve_device
+    from .lm import _runs, train_lm, train_lms
+    runs = [(lr, s) for lr, s in runs]
+    if not runs:
+        raise ValueError("fig10 needs at least one run (lr, seed)")
     _runs([r[0] for r in runs], [r[1] for r in runs])          # rejects bad rates and duplicate runs
     dev = resolve_device(device)
-    tr, va, vocab = wikitext_data(source)
+    tr, va, vocab = data if data is not None else wikitext_data(source)
     if batched is None:
         batched = dev.type == "cuda"
     if batched:
-        results = train_lms(tr, len(vocab), [r[0] for r in runs], [r[1] for r in runs], layers=1, steps=steps,
-                            device=dev, progress=progress)
+        results = {}
+        for group in fig10_groups(runs, dev, True):
+            for r, res in zip(group, train_lms(tr, len(vocab), [g[0] for g in group], [g[1] for g in group], layers=1,
+                                               steps=steps, device=dev, progress=progress)):
+                results[r] = res
+        results = [results[r] for r in runs]
     else:
         results = lm_runs(lambda run, stop: train_lm(tr, len(vocab), layers=1, lr=run[0], steps=steps, seed=run[1],
-                                                     device=dev, stop=stop),
-                          runs, lm_workers(workers, len(runs), dev), progress, "fig10 runs")
+                                                     device=dev, stop=stop, progress=False),
+                          runs, lm_workers(workers, len(runs), dev), progress, "fig10 runs",
+                          one_thread=dev.type == "cpu")
     return [(lr, s, validation_attention_entropy(res.model, va), float(res.loss[-20:].mean()))
             for (lr, s), res in zip(runs, results)]
 
@@ -281,10 +329,24 @@ def book_results() -> dict:
     return read_results(files("scansnap") / "results")
 
 
-def read_results(folder) -> dict:
-    """The CSVs of a ``reproduce`` output folder, each checked as :func:`book_results` says."""
+def read_results(folder, paper: bool = True) -> dict:
+    """The CSVs of a result folder (``python -m scansnap reproduce --out``, or ``.save()`` of a
+    result) as {file stem: {column: numpy array}}, each CSV checked against the provenance record
+    beside it (its sha256: not a mixed or edited set). ``folder``: a str or a Path.
+
+    ``paper=True`` (what :func:`book_results` asks) also requires the paper's settings, since the
+    book quotes those numbers as the paper's; ``paper=False`` checks the files and their records
+    only, for your own grids, steps, seeds and saved results (read each record's settings with
+    ``scansnap.provenance.read_records(folder)``). Integer columns (seed, step, ...) come back as
+    integers (:func:`load_csv`).
+    """
+    from pathlib import Path
+
     from . import provenance
 
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no results folder {folder}" + (" (it is a file)" if folder.exists() else ""))
     csvs = sorted((p for p in folder.iterdir() if p.name.endswith(".csv")), key=lambda p: p.name)
     if not csvs:
         raise FileNotFoundError(f"no results in {folder}: run python -m scansnap reproduce all --out scansnap/results")
@@ -292,13 +354,28 @@ def read_results(folder) -> dict:
     out = {}
     for p in csvs:
         rec = provenance.verify(p, records)
-        provenance.check_settings(p, rec)
+        if paper:
+            try:
+                provenance.settings_for(rec["figure"])
+            except ValueError:
+                raise ValueError(f"{p} belongs to {rec['figure']!r}, which is not one of the paper's figures "
+                                 f"(it was written by {rec.get('command', '?')!r}): read your own results "
+                                 "with read_results(folder, paper=False)") from None
+            provenance.check_settings(p, rec)
         out[p.name[:-4]] = load_csv(p)
     return out
 
 
+# Columns that hold whole numbers by definition: load_csv returns them as int64 (the rest float64).
+INTEGER_COLUMNS = frozenset({"seed", "num_last", "step", "iteration", "layers", "query", "key", "token",
+                             "M", "run", "class", "next_token", "top_token", "predicted_top", "diverged"})
+
+
 def load_csv(path) -> dict:
-    """A CSV written by ``python -m scansnap reproduce`` as {column: numpy array} (numbers as float)."""
+    """A CSV written by ``python -m scansnap reproduce`` as {column: numpy array}: the columns of
+    :data:`INTEGER_COLUMNS` (seed, step, token, ...) as int64 when every value is a whole
+    number, the others as float64. Checks nothing about where the file came from: use
+    :func:`read_results` for that."""
     import csv
     with open(path, newline="") as fh:
         reader = csv.reader(fh)
@@ -315,7 +392,15 @@ def load_csv(path) -> dict:
                 out[k][i - 2] = float(v)
             except ValueError:
                 raise ValueError(f"{path}, line {i}: {k} = {v!r} is not a number") from None
-    return out
+    return _integer_columns(out)
+
+
+def _integer_columns(table: dict) -> dict:
+    """The columns of INTEGER_COLUMNS as int64 where every value is a whole number."""
+    for k, v in table.items():
+        if k in INTEGER_COLUMNS and np.all(np.isfinite(v)) and np.all(v == np.round(v)) and np.all(np.abs(v) < 2 ** 53):
+            table[k] = v.astype(np.int64)
+    return table
 
 
 # ---------------------------------------------------------------------------------------

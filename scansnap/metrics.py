@@ -87,3 +87,69 @@ def recall_threshold(classes: SequenceClasses, Z, thresholds, what: str = "Z") -
     mask = classes.distinct_mask
     hit = (a[..., None, :, :] > th[:, None, None]) & mask      # (..., n_th, K, M)
     return (hit.sum(-1) / mask.sum(-1)).mean(-1)
+
+
+# ---------------------------------------------------------------------------------------
+# Per class: the entropy of c_n over a set of its tokens, and the mass on the common tokens
+# ---------------------------------------------------------------------------------------
+
+OVER = ("distinct", "support")
+
+
+def _log_attention(classes: SequenceClasses, Z) -> np.ndarray:
+    """log c_n (Eq. 5) for every class, (..., K, M), -inf off the support: computed in log
+    space, so a token whose weight underflows in c_n keeps its true (finite) log weight."""
+    with np.errstate(divide="ignore"):
+        a = np.log(classes.probs) + Z[..., classes.query, :]
+    m = a.max(axis=-1, keepdims=True)
+    return a - (m + np.log(np.exp(a - m).sum(axis=-1, keepdims=True)))
+
+
+def _restricted_entropy(loga: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Entropy of softmax(loga) restricted to ``mask`` (..., K, M) and renormalised, from log
+    weights (no 0/0 when the whole set underflows in c_n)."""
+    a = np.where(mask, loga, -np.inf)
+    m = a.max(axis=-1, keepdims=True)
+    w = np.exp(a - m)
+    p = w / w.sum(axis=-1, keepdims=True)
+    logp = a - m - np.log(w.sum(axis=-1, keepdims=True))
+    return -np.sum(np.where(mask, p * np.where(mask, logp, 0.0), 0.0), axis=-1)
+
+
+def class_entropy(classes: SequenceClasses, Z, over: str = "distinct", what: str = "Z") -> np.ndarray:
+    """The entropy (nats) of each class's attention c_n (Eq. 5), restricted to a set of its
+    tokens and renormalised: (M, M) -> (K,), (R, M, M) -> (R, K).
+
+    ``over="distinct"``: G_DT(n), the tokens of class n alone (the per-class terms whose mean
+    is Fig. 6's :func:`distinct_entropy`; at most ln |G_DT(n)|). ``over="support"``: supp(n),
+    every token class n can show (common and distinct; at most ln |supp(n)|). Lower = sparser.
+    Computed from log weights: a set whose attention underflows to 0 in float64 still gets its
+    true entropy, never 0 from 0/0.
+    """
+    if over not in OVER:
+        raise ValueError(f"over must be one of {OVER}, got {over!r}")
+    Z = _check_Z(classes, Z, what) if over == "distinct" else _check_Z_any(classes, Z, what)
+    mask = classes.distinct_mask if over == "distinct" else classes.probs > 0
+    return _restricted_entropy(_log_attention(classes, Z), mask)
+
+
+def common_mass(classes: SequenceClasses, Z, what: str = "Z") -> np.ndarray:
+    """The share of each class's attention c_n (Eq. 5) on the common tokens G_CT (tokens of more
+    than one class): (M, M) -> (K,), (R, M, M) -> (R, K), each in [0, 1]. It starts at the
+    common tokens' share of P(.|n) (Z = 0) and falls as the attention scans onto the distinct
+    tokens (Theorem 3); the distinct tokens get 1 - common_mass."""
+    Z = _check_Z_any(classes, Z, what)
+    common = np.zeros(classes.M, bool)
+    common[classes.common_tokens] = True
+    c = np.exp(_log_attention(classes, Z))
+    return np.sum(np.where(common, c, 0.0), axis=-1)
+
+
+def _check_Z_any(classes: SequenceClasses, Z, what: str) -> np.ndarray:
+    """As :func:`_check_Z`, for metrics that need no distinct tokens."""
+    if not isinstance(classes, SequenceClasses):
+        raise ValueError(f"classes must be a SequenceClasses, got {type(classes).__name__}")
+    Z = finite(what, Z, runs=np.ndim(Z) == 3)
+    if Z.ndim not in (2, 3) or Z.shape[-2:] != (classes.M, classes.M):
+        raise ValueError(f"{what} must be (M, M) or (R, M, M) with M={classes.M}; got shape {Z.shape}")
+    return Z

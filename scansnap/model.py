@@ -288,15 +288,28 @@ def sinusoidal_encoding(T: int, d: int) -> torch.Tensor:
 
 
 class EmbeddingTransformer(nn.Module):
-    """A causal language model: embedding U, ``layers`` blocks of ``heads`` heads, decoder.
+    """A causal language model: embedding U, ``layers`` blocks of ``heads`` heads, decoder (Sec. 8).
 
-    ``positional`` is ``"sinusoidal"`` or ``None``. ``forward`` returns the logits and the
-    attention maps of every layer (list of (B, heads, T, T)).
+    The standard parameterisation of the paper's real-text experiments (the PyTorch word-language-
+    model tutorial's, as the authors' code): token embedding U (vocab x d, scaled by sqrt(d)),
+    optional sinusoidal positions, ``layers`` post-norm blocks (causal self-attention with W_Q,
+    W_K, W_V, W_O; a ReLU feed-forward of width ``d_hidden``; dropout), a linear decoder. In the
+    Y/Z language of Sec. 3.1 the attention logits of one head are U W_Q W_K^T U^T / sqrt(d/heads).
+    ``forward(x)`` returns the logits and every layer's attention maps; ``scansnap.lm.train_lm``
+    trains it and keeps the maps at chosen steps (``LMResult.snapshots``, the same maps for a
+    batch of one, B dropped).
     """
 
     def __init__(self, vocab: int, d: int = 200, heads: int = 1, layers: int = 1,
                  d_hidden: int = 200, dropout: float = 0.2, positional: str | None = "sinusoidal",
                  max_len: int = 512):
+        """``vocab``: number of token ids (>= 2); ``d``: model width (divisible by ``heads``);
+        ``heads``: attention heads per layer; ``layers``: blocks; ``d_hidden``: feed-forward
+        width; ``dropout``: in [0, 1), on the embeddings and each block's two residual branches;
+        ``positional``: ``"sinusoidal"`` (Vaswani et al.) or ``None`` (no positions: the paper's
+        Assumption 1a); ``max_len``: the longest sequence with positions. Weights: the tutorial's
+        init (U and the decoder U(-0.1, 0.1), decoder bias 0; the rest PyTorch's defaults), drawn
+        from torch's global random stream (seed it with ``torch.manual_seed``)."""
         super().__init__()
         positive_int("vocab", vocab, 2)
         positive_int("heads", heads)
@@ -318,6 +331,10 @@ class EmbeddingTransformer(nn.Module):
         nn.init.zeros_(self.decoder.bias)
 
     def forward(self, x):
+        """``x``: (B, T) token ids -> (logits (B, T, vocab), maps): ``maps`` is a list of ``layers``
+        tensors (B, heads, T, T), the attention of each layer (0 = the lowest), each row a
+        distribution over the positions up to and including its own (causal). Dropout acts in
+        training mode only (``model.eval()`` for clean maps)."""
         B, T = x.shape
         h = self.U(x) * math.sqrt(self.d)
         if self.pe is not None:

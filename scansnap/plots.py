@@ -322,10 +322,11 @@ def h_vs_hstar(panels) -> Figure:
 
 
 @_styled
-def growth_factor(M: int, K: int, eta_z: float, eta_ys, C0: float = 1.0, t_max: float = 1e5) -> Figure:
-    """The paper's Fig. 3: the growth-factor bound e^{2 B_n(t)} (Eq. 12, Theorem 4) for several eta_Y; dotted t_0."""
+def growth_factor(M: int, K: int, eta_z: float, eta_ys, C0: float = 1.0, t_max: float = 1e5, t=None) -> Figure:
+    """The paper's Fig. 3: the growth-factor bound e^{2 B_n(t)} (Eq. 12, Theorem 4) for several eta_Y; dotted t_0.
+    ``t``: the times drawn (default 400 points from 1 to ``t_max``)."""
     from .theory import B_n, transition_time
-    t = np.geomspace(1, t_max, 400)
+    t = np.geomspace(1, t_max, 400) if t is None else np.asarray(t, float)
     fig = Figure(figsize=(6.0, 3.4), layout="constrained")
     ax = fig.subplots()
     for i, ey in enumerate(eta_ys):
@@ -339,10 +340,11 @@ def growth_factor(M: int, K: int, eta_z: float, eta_ys, C0: float = 1.0, t_max: 
 
 
 @_styled
-def B_fixed_ratio(panels, K: int = 10, C0: float = 1.0, t_max: float = 1e6) -> Figure:
-    """The paper's Fig. 9: B_n(t) at fixed nu = eta_Y/eta_Z; ``panels`` = [(M, [(eta_Z, eta_Y), ...]), ...]."""
+def B_fixed_ratio(panels, K: int = 10, C0: float = 1.0, t_max: float = 1e6, t=None) -> Figure:
+    """The paper's Fig. 9: B_n(t) at fixed nu = eta_Y/eta_Z; ``panels`` = [(M, [(eta_Z, eta_Y), ...]), ...].
+    ``t``: the times drawn (default 400 points from 1 to ``t_max``)."""
     from .theory import B_n, transition_time
-    t = np.geomspace(1, t_max, 400)
+    t = np.geomspace(1, t_max, 400) if t is None else np.asarray(t, float)
     rows, cols = _grid(len(panels))
     fig = Figure(figsize=(COLUMN_WIDTH, 0.4 + 3.4 * rows), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False)
@@ -377,13 +379,13 @@ def cn_final(classes: SequenceClasses, Zs: dict, n: int = 0, title: str = "") ->
 
 
 @_styled
-def recall_curves(num_last, eta_z, ratio, threshold, recall, by: str) -> Figure:
+def recall_curves(num_last, eta_z, ratio, threshold, recall, by: str, at: float = 1.0) -> Figure:
     """Figs. 11-12: recall vs threshold, one panel per num_last (two per row, one shared legend);
-    ``by`` = 'ratio' (at eta_Z = 1) or 'eta_z' (at eta_Y/eta_Z = 1)."""
+    ``by`` = 'ratio' (at eta_Z = ``at``, the paper's 1) or 'eta_z' (at eta_Y/eta_Z = ``at``, the paper's 1)."""
     if by not in ("ratio", "eta_z"):
         raise ValueError(f"by must be 'ratio' or 'eta_z', got {by!r}")
     num_last, eta_z, ratio, threshold, recall = (np.asarray(a) for a in (num_last, eta_z, ratio, threshold, recall))
-    fixed = (eta_z == 1.0) if by == "ratio" else (ratio == 1.0)
+    fixed = (eta_z == at) if by == "ratio" else (ratio == at)
     key = ratio if by == "ratio" else eta_z
     panels = sorted(set(num_last.tolist()))
     fig, axes = _panel_grid(len(panels))

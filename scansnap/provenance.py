@@ -32,13 +32,23 @@ SWEEP_FIGURES = ("fig6", "fig11", "fig12")
 CLOSED_FORM = ("fig3", "fig8", "fig9")
 
 
-def settings_for(figure: str, steps=None, seeds=PAPER_SEEDS, data="shipped") -> dict:
+def settings_for(figure: str, steps=None, seeds=PAPER_SEEDS, data="shipped", grid=None) -> dict:
     """The settings that decide a figure's numbers, as ``reproduce`` runs it.
 
     ``steps=None`` means the figure's default (the paper's); ``seeds`` matter for the
-    Syn-Medium sweep only, ``data`` for the WikiText figures only. With the defaults this is
+    Syn-Medium sweep only, ``data`` for the WikiText figures only; ``grid`` ({name: value},
+    from ``--eta-z``, ``--ratio``, ``--num-last``, ``--batch``, ``--T``) replaces the paper's
+    value of each setting it names (the figures that have it). With the defaults this is
     the paper's setting, which :func:`check_settings` asks of the book's results.
     """
+    s = _settings_for(figure, steps, seeds, data)
+    for k, v in (grid or {}).items():
+        if k in s and v is not None:
+            s[k] = _plain(v)
+    return s
+
+
+def _settings_for(figure: str, steps, seeds, data) -> dict:
     from . import experiments as ex
     if figure in CLOSED_FORM:
         return {"kind": "closed form"}
@@ -233,4 +243,4 @@ def check_settings(path, rec: dict) -> None:
                          for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k))
         raise ValueError(f"{path} was not made with the paper's settings: {diff}. The book quotes the "
                          f"paper's; regenerate with `python -m scansnap reproduce {figure} --out <folder>` "
-                         "with no --steps, --seeds or --data")
+                         "with no --steps, --seeds, --data or grid flags (--eta-z, --ratio, --num-last, --batch, --T)")

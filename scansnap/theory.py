@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
-from scipy.special import wrightomega
+from scipy.special import wrightomega as _wrightomega   # private: help(scansnap.theory) would print scipy's docstring
 
 from ._validate import finite, integer, positive, positive_int, unit_interval
 from .data import SequenceClasses
@@ -127,7 +127,7 @@ def h_closed(t, M: int, eta_y: float):
     if not np.all(np.isfinite(A)):
         raise ValueError(f"time t = {float(t.max())!r} too large: M eta_Y t overflows a float")
     y = A / (M - 1) - np.log(M - 1)
-    u = np.log((M - 1) * np.real(wrightomega(y)))
+    u = np.log((M - 1) * np.real(_wrightomega(y)))
     return np.maximum(u, 0.0) / M  # clip the -1e-17 round-off at t = 0
 
 
@@ -183,9 +183,20 @@ def omega0(M: int) -> float:
     return 2 + np.log(lemma8_zeros(M)[0]) / np.log(M)
 
 
-def transition_time(M: int, K: int, eta_y: float) -> float:
-    """t_0 = 2 (1 + omega_1) K ln M / eta_Y: the start of stage 2 (Lemma 9, Theorem 4); M >= 4."""
+def transition_time(M: int, K: int, eta_y: float, momentum: float | None = None) -> float:
+    """t_0 = 2 (1 + omega_1) K ln M / eta_Y: the start of stage 2 (Lemma 9, Theorem 4); M >= 4.
+
+    **Which clock.** Without ``momentum`` this is the theory's time t: gradient-flow time, that
+    is, steps of *plain* SGD (momentum 0). ``scansnap.train`` defaults to SGD with momentum 0.9,
+    which covers about 1/(1 - 0.9) = 10 plain steps per step once it is moving, so its t_0 comes
+    after far fewer steps: pass the run's ``momentum`` to get t_0 in that optimiser's steps,
+    s with tau(s) = t_0 (:func:`momentum_clock_steps`; ``momentum=0`` gives t_0 itself).
+    :func:`predict` returns both clocks at once. E.g. Syn-Small (M=34, K=2), eta_Y=1: t_0 = 20.5
+    plain steps, 6.52 steps of SGD with momentum 0.9.
+    """
     K = positive_int("K", K)
+    if momentum is not None:
+        return float(momentum_clock_steps(transition_time(M, K, eta_y), momentum))
     return 2 * (1 + omega1(M)) * K * np.log(M) / positive("eta_y", eta_y)
 
 
@@ -719,3 +730,190 @@ def decoder_rounds(F, eta_y: float, rounds: int, modified: bool = True, labels=N
         if r < rounds:
             A = A + eta_y / K * C_u @ resid
     return DecoderRounds(loss, gn, xi_, G @ A)
+
+
+# ---------------------------------------------------------------------------------------
+# One call: what the theory predicts for a training run, on the optimiser's clock
+# ---------------------------------------------------------------------------------------
+
+@dataclass(repr=False)
+class Prediction:
+    """What the theory predicts for R runs of ``scansnap.train`` (SGD, LN, no residual, from
+    Y = Z = 0), to compare a run with. Made by :func:`predict` (or ``TrainResult.predict()``).
+
+    Fields (R runs, K classes, M tokens):
+
+    - ``eta_y``, ``eta_z``: (R,) the rates; ``momentum``: the SGD momentum; ``steps``: int.
+    - ``t0``: (R,) Theorem 4's t_0 = 2 (1 + omega_1) K ln M / eta_Y (Lemma 9), the end of the
+      scan's first stage, in the theory's time (plain-SGD steps, :func:`transition_time`).
+    - ``t0_steps``: (R,) the same moment in the optimiser's steps: s with tau(s) = t_0
+      (:func:`momentum_clock_steps`); equal to ``t0`` for momentum 0. Compare runs with this one.
+    - ``ranking``: list of K arrays: class n's distinct tokens G_DT(n), the one predicted to get
+      the most attention first. Theorem 3: the relative gain r_{l/l'|n} grows when
+      f_nl(0) > f_nl'(0), so from Z = 0 the order is that of P(l|n) (ties: ``ties[n]``).
+    - ``attention``: (R, K, M) c_n (Eq. 5) after ``steps`` steps of the noiseless dynamics
+      (:func:`population_sgd`: T -> infinity, infinite batch, the same optimiser).
+    - ``loss``: (R, steps) that dynamics' expected loss before each step (``loss[:, 0]`` = ln M).
+    - ``snapshots``: {step: (R, K, M)} c_n at the steps asked for; ``Z``, ``Z_snapshots``: the
+      noiseless Z, (R, M, M), at the end and at those steps.
+
+    Methods: :meth:`class_entropy`, :meth:`common_mass` (as ``scansnap.metrics``, per class),
+    :meth:`to_frame` (a pandas DataFrame, one row per run and class), :meth:`compare` (a run
+    against the prediction, one row per run and class).
+    """
+    classes: SequenceClasses
+    eta_y: np.ndarray
+    eta_z: np.ndarray
+    momentum: float
+    steps: int
+    t0: np.ndarray
+    t0_steps: np.ndarray
+    ranking: list
+    ties: list
+    attention: np.ndarray
+    loss: np.ndarray
+    snapshots: dict
+    Z: np.ndarray
+    Z_snapshots: dict
+
+    def __repr__(self):
+        from .train import _short
+        R, K, M = self.attention.shape
+        wins = ", ".join(f"{n}: {int(r[0])}" for n, r in enumerate(self.ranking[:6])) + (", ..." if K > 6 else "")
+        return "\n".join([
+            f"Prediction: {R} run{'s' * (R != 1)}, K={K}, M={M}, {self.steps} steps of SGD with momentum {self.momentum:g}",
+            f"  t0 in its steps {_short(np.unique(np.round(self.t0_steps, 2)))}; "
+            f"in plain-SGD steps {_short(np.unique(np.round(self.t0, 2)))}",
+            f"  winners (class: token) {wins}",
+            f"  attention {tuple(self.attention.shape)}; loss {tuple(self.loss.shape)}",
+            f"  snapshots {{step: c_n}} at {_short(sorted(self.snapshots), 'steps')}"])
+
+    def Z_at(self, step=None) -> np.ndarray:
+        """(R, M, M): the noiseless Z after ``step`` steps (None: ``steps``; else a snapshot step)."""
+        if step is None or step == self.steps and step not in self.Z_snapshots:
+            return self.Z
+        if step not in self.Z_snapshots:
+            raise ValueError(f"no predicted snapshot at step {step!r}: this prediction has {sorted(self.Z_snapshots)} "
+                             "(predict(..., snapshot_steps=[...]) keeps more)")
+        return self.Z_snapshots[step]
+
+    def class_entropy(self, over: str = "distinct", step=None) -> np.ndarray:
+        """(R, K): entropy of the predicted c_n over G_DT(n) or supp(n) (``scansnap.metrics.class_entropy``),
+        after ``step`` steps (default: the end)."""
+        from .metrics import class_entropy
+        return class_entropy(self.classes, self.Z_at(step), over)
+
+    def common_mass(self, step=None) -> np.ndarray:
+        """(R, K): the predicted share of c_n on the common tokens (``scansnap.metrics.common_mass``),
+        after ``step`` steps (default: the end)."""
+        from .metrics import common_mass
+        return common_mass(self.classes, self.Z_at(step))
+
+    def to_frame(self):
+        """A pandas DataFrame, one row per (run, class): rates, t0 on both clocks, the predicted
+        top distinct token, the entropies and the common-token mass after ``steps`` steps."""
+        import pandas as pd
+        R, K = len(self.eta_y), self.classes.K
+        ent, sup, com = self.class_entropy(), self.class_entropy("support"), self.common_mass()
+        return pd.DataFrame({
+            "run": np.repeat(np.arange(R), K), "class": np.tile(np.arange(K), R),
+            "eta_y": np.repeat(self.eta_y, K), "eta_z": np.repeat(self.eta_z, K),
+            "t0": np.repeat(self.t0, K), "t0_steps": np.repeat(self.t0_steps, K),
+            "top_token": np.tile([int(r[0]) for r in self.ranking], R),
+            "distinct_entropy": ent.ravel(), "support_entropy": sup.ravel(), "common_mass": com.ravel()})
+
+    def compare(self, result, step=None):
+        """A run against the prediction: a pandas DataFrame, one row per (run, class), with the
+        observed and predicted top distinct token, Spearman's rank correlation between the
+        observed c_n on G_DT(n) and the predicted ranking (1: the same order), and the observed
+        and predicted distinct-token entropy and common-token mass. ``result``: the
+        ``TrainResult`` the prediction was made for (same runs); ``step``: one of its snapshot
+        steps (default: the end, which must be this prediction's ``steps``)."""
+        import pandas as pd
+        from scipy.stats import rankdata
+
+        from .metrics import class_entropy, common_mass
+        if result.classes is not self.classes and not np.array_equal(result.classes.probs, self.classes.probs):
+            raise ValueError("the result was trained on other sequence classes than the prediction's")
+        if len(result.eta_y) != len(self.eta_y) or not (np.allclose(result.eta_y, self.eta_y)
+                                                         and np.allclose(result.eta_z, self.eta_z)):
+            raise ValueError("the result's runs (eta_y, eta_z) are not the prediction's: "
+                             "predict with result.predict() or the same rates")
+        Z = result.Z_at(step)
+        at = result.config["steps"] if step is None else step
+        if at != self.steps:
+            raise ValueError(f"the result is at step {at}, the prediction at step {self.steps}: "
+                             "predict for the same number of steps")
+        Z = Z.double().numpy()
+        c = attention_limit_all(self.classes, Z)
+        R, K = len(self.eta_y), self.classes.K
+        rho = np.empty((R, K))
+        observed_top = np.empty((R, K), int)
+        for n in range(K):
+            toks = self.ranking[n]
+            pred_rank = rankdata(-self.classes.probs[n, toks])                  # 1 = most attention
+            obs = c[:, n, toks]
+            observed_top[:, n] = toks[np.argmax(obs, axis=1)]
+            obs_rank = rankdata(-obs, axis=1)
+            if len(toks) < 2:
+                rho[:, n] = np.nan
+                continue
+            a = obs_rank - obs_rank.mean(1, keepdims=True)
+            b = pred_rank - pred_rank.mean()
+            denom = np.sqrt((a ** 2).sum(1) * (b ** 2).sum())
+            rho[:, n] = np.where(denom > 0, (a * b).sum(1) / np.where(denom > 0, denom, 1), np.nan)
+        return pd.DataFrame({
+            "run": np.repeat(np.arange(R), K), "class": np.tile(np.arange(K), R),
+            "eta_y": np.repeat(self.eta_y, K), "eta_z": np.repeat(self.eta_z, K),
+            "seed": np.repeat(np.asarray(result.seed), K), "t0_steps": np.repeat(self.t0_steps, K),
+            "top_token": observed_top.ravel(), "predicted_top": np.tile([int(r[0]) for r in self.ranking], R),
+            "rank_correlation": rho.ravel(),
+            "distinct_entropy": class_entropy(self.classes, Z).ravel(),
+            "predicted_distinct_entropy": self.class_entropy().ravel(),
+            "common_mass": common_mass(self.classes, Z).ravel(),
+            "predicted_common_mass": self.common_mass().ravel()})
+
+
+def predict(classes: SequenceClasses, eta_y=1.0, eta_z=1.0, steps: int = 100, momentum: float = 0.9,
+            snapshot_steps=()) -> Prediction:
+    """Everything the theory predicts for runs of ``scansnap.train`` with SGD at these rates, in one
+    call (see :class:`Prediction` for the fields and their shapes):
+
+    - when the scan's first stage ends: Theorem 4's t_0 in the theory's time *and* in this
+      optimiser's steps (``momentum``: 0.9 is ``train()``'s default, 0 plain SGD);
+    - which distinct token of each class wins (Theorem 3's ranking, by P(l|n) from Z = 0);
+    - the noiseless attention c_n after ``steps`` steps (:func:`population_sgd`, the trainer's
+      optimiser on the T -> infinity, infinite-batch gradient), and at ``snapshot_steps``.
+
+    ``eta_y``, ``eta_z``: scalars or one value per run (R); runs with the same pair are computed
+    once. t_0 needs M >= 4 (Lemma 8). Compare with a run: ``predict(...).compare(result)``, or
+    ``result.predict()`` which takes the run's own rates, steps and momentum.
+    """
+    if not isinstance(classes, SequenceClasses):
+        raise ValueError(f"classes must be a SequenceClasses, got {type(classes).__name__}")
+    steps = positive_int("steps", steps)
+    momentum = unit_interval("momentum", momentum)
+    ey, ez = np.atleast_1d(np.asarray(eta_y, float)), np.atleast_1d(np.asarray(eta_z, float))
+    R = max(ey.size, ez.size)
+    for name, a in (("eta_y", ey), ("eta_z", ez)):
+        if a.ndim != 1 or a.size not in (1, R):
+            raise ValueError(f"{name} must be a scalar or have one value per run ({R}); got shape {a.shape}")
+        for v in a:
+            positive(name, v)
+    ey, ez = np.broadcast_to(ey, (R,)).copy(), np.broadcast_to(ez, (R,)).copy()
+    pairs, which = np.unique(np.stack([ey, ez], 1), axis=0, return_inverse=True)
+    which = which.reshape(-1)
+    run = population_sgd(classes, pairs[:, 0], pairs[:, 1], steps, momentum, snapshot_steps)
+    t0 = np.array([transition_time(classes.M, classes.K, e) for e in ey])
+    t0_steps = np.asarray(momentum_clock_steps(t0, momentum), float) if momentum else t0.copy()
+    ranking, ties = [], []
+    for n in range(classes.K):
+        toks = classes.distinct_tokens(n)
+        p = classes.probs[n, toks]
+        order = np.argsort(-p, kind="stable")
+        ranking.append(toks[order])
+        ties.append(bool(len(np.unique(p)) < len(p)))
+    return Prediction(classes, ey, ez, momentum, steps, t0, t0_steps, ranking, ties,
+                      attention_limit_all(classes, run.Z[which]), run.loss[which],
+                      {s: attention_limit_all(classes, z[which]) for s, z in run.snapshots.items()},
+                      run.Z[which], {s: z[which] for s, z in run.snapshots.items()})

@@ -86,9 +86,30 @@ class BatchedOptimizer:
             p.grad = None
 
 
-@dataclass
+@dataclass(repr=False)
 class TrainResult:
-    """The history of R runs. Arrays are on the CPU."""
+    """The history of R independent runs of :func:`train` (on the CPU, whatever device trained them).
+
+    With R runs, K classes, M tokens and ``steps`` steps:
+
+    - ``eta_y``, ``eta_z``: (R,) float, each run's rates; ``seed``: (R,) int.
+    - ``loss``: (R, steps), the batch loss *before* update s: ``loss[:, 0]`` is the loss at the
+      initial weights (ln M for ``init="zero"``), ``loss[:, -1]`` the loss before the last update.
+    - ``Y``, ``Z``: (R, M, M) torch tensors after the last update (Y the decoder, Z the attention
+      logits; row psi(n) of Z is class n's query row, Eq. 4).
+    - ``snapshots``: {step: (R, M, M) Z after ``step`` updates} at the ``snapshot_steps`` asked
+      for (0 = the initial Z; ``steps`` = the final Z).
+    - ``config``: the settings (steps, batch, T, optimizer, momentum, init, ...; device).
+    - ``diverged``: (R,) bool, runs whose loss ended far above where it started (see :func:`train`).
+    - ``classes``: the :class:`~scansnap.data.SequenceClasses` trained on.
+
+    Read it with methods rather than by hand (``step=None``: the end; else a snapshot step):
+    :meth:`attention` (R, K, M) c_n of Eq. 5; :meth:`class_entropy` (R, K) over each class's
+    distinct tokens or support; :meth:`distinct_entropy` (R,) Fig. 6's metric; :meth:`common_mass`
+    (R, K); :meth:`to_frame` a pandas DataFrame (per run or per class); :meth:`predict` the
+    theory's prediction for these runs (:func:`scansnap.theory.predict`); :meth:`save` a CSV +
+    provenance set, as the command line writes.
+    """
     eta_y: np.ndarray            # (R,)
     eta_z: np.ndarray            # (R,)
     seed: np.ndarray             # (R,)
@@ -98,6 +119,172 @@ class TrainResult:
     snapshots: dict = field(default_factory=dict)  # step -> Z (R, M, M) after `step` updates
     config: dict = field(default_factory=dict)
     diverged: np.ndarray | None = None   # (R,) bool: runs that diverged (see train)
+    classes: SequenceClasses | None = None
+
+    @property
+    def R(self) -> int:
+        """The number of runs."""
+        return len(self.seed)
+
+    def __repr__(self):
+        R, steps = self.loss.shape
+        M = self.Z.shape[-1]
+        shape = f"K={self.classes.K}, M={M}" if self.classes is not None else f"M={M}"
+        cfg = self.config
+        opt = cfg.get("optimizer", "?") + (f" (momentum {cfg['momentum']:g})" if cfg.get("optimizer") == "sgd" else "")
+        div = int(np.sum(self.diverged)) if self.diverged is not None else 0
+        return "\n".join([
+            f"TrainResult: {R} run{'s' * (R != 1)} x {steps} steps of {opt}, init {cfg.get('init', '?')!r}, {shape}",
+            f"  eta_y {_short(np.unique(self.eta_y))}; eta_z {_short(np.unique(self.eta_z))}; "
+            f"seeds {_short(np.unique(self.seed))}",
+            f"  median loss {np.median(self.loss[:, 0]):.4g} -> {np.median(self.loss[:, -1]):.4g}; {div} diverged",
+            f"  loss {tuple(self.loss.shape)}; Y, Z {tuple(self.Z.shape)}",
+            f"  snapshots {{step: Z}} at {_short(sorted(self.snapshots), 'steps')}" if self.snapshots
+            else "  snapshots: none (train(..., snapshot_steps=[...]))"])
+
+    def select(self, runs) -> "TrainResult":
+        """A TrainResult of the runs ``runs`` (indices or a boolean mask, in that order)."""
+        idx = np.arange(self.R)[np.asarray(runs)]
+        t = torch.as_tensor(idx, dtype=torch.long)
+        return TrainResult(self.eta_y[idx], self.eta_z[idx], self.seed[idx], self.loss[idx], self.Y[t], self.Z[t],
+                           {s: z[t] for s, z in self.snapshots.items()}, dict(self.config),
+                           None if self.diverged is None else self.diverged[idx], self.classes)
+
+    @staticmethod
+    def concat(results) -> "TrainResult":
+        """The runs of several TrainResults (same classes, steps and settings) as one, in order."""
+        results = list(results)
+        if not results:
+            raise ValueError("concat needs at least one TrainResult")
+        first = results[0]
+        for r in results[1:]:
+            same = {k: v for k, v in r.config.items() if k != "device"} == \
+                   {k: v for k, v in first.config.items() if k != "device"}
+            if not same or sorted(r.snapshots) != sorted(first.snapshots) or r.Z.shape[1:] != first.Z.shape[1:]:
+                raise ValueError("concat: the results differ in their settings, snapshots or vocabulary")
+        cat = lambda xs: np.concatenate(xs)
+        div = None if any(r.diverged is None for r in results) else cat([r.diverged for r in results])
+        return TrainResult(cat([r.eta_y for r in results]), cat([r.eta_z for r in results]),
+                           cat([r.seed for r in results]), cat([r.loss for r in results]),
+                           torch.cat([r.Y for r in results]), torch.cat([r.Z for r in results]),
+                           {s: torch.cat([r.snapshots[s] for r in results]) for s in first.snapshots},
+                           dict(first.config), div, first.classes)
+
+    def _classes(self) -> SequenceClasses:
+        if self.classes is None:
+            raise ValueError("this TrainResult does not know its sequence classes (made by hand?): "
+                             "set result.classes = the SequenceClasses it was trained on")
+        return self.classes
+
+    def Z_at(self, step=None) -> torch.Tensor:
+        """Z (R, M, M) after ``step`` updates: the end (None) or one of the snapshot steps."""
+        if step is None:
+            return self.Z
+        if step not in self.snapshots:
+            raise ValueError(f"no snapshot at step {step!r}: this result has snapshots at {sorted(self.snapshots)} "
+                             "(train(..., snapshot_steps=[...]) saves more)")
+        return self.snapshots[step]
+
+    def attention(self, step=None) -> np.ndarray:
+        """(R, K, M): each class's long-sequence attention c_n (Eq. 5) over the M tokens, from
+        row psi(n) of Z (after ``step`` updates; default the end). Rows sum to 1."""
+        from .theory import attention_limit_all
+        return attention_limit_all(self._classes(), self.Z_at(step).double().numpy())
+
+    def class_entropy(self, over: str = "distinct", step=None) -> np.ndarray:
+        """(R, K): the entropy of c_n over class n's distinct tokens (``over="distinct"``) or its
+        whole support (``"support"``), renormalised (:func:`scansnap.metrics.class_entropy`)."""
+        from .metrics import class_entropy
+        return class_entropy(self._classes(), self.Z_at(step), over)
+
+    def distinct_entropy(self, step=None) -> np.ndarray:
+        """(R,): Fig. 6's metric, the distinct-token entropy averaged over the classes
+        (:func:`scansnap.metrics.distinct_entropy`)."""
+        from .metrics import distinct_entropy
+        return distinct_entropy(self._classes(), self.Z_at(step))
+
+    def common_mass(self, step=None) -> np.ndarray:
+        """(R, K): the share of c_n on the common tokens (:func:`scansnap.metrics.common_mass`)."""
+        from .metrics import common_mass
+        return common_mass(self._classes(), self.Z_at(step))
+
+    def to_frame(self, per: str = "run", step=None):
+        """A pandas DataFrame: ``per="run"``, one row per run (rates, seed, first and last loss,
+        diverged, and the class means of the entropies and the common mass); ``per="class"``,
+        one row per (run, class) with each class's own values."""
+        import pandas as pd
+        if per not in ("run", "class"):
+            raise ValueError(f"per must be 'run' or 'class', got {per!r}")
+        classes = self._classes()
+        has_distinct = bool(classes.distinct_mask.any(axis=1).all())
+        cols = {"support_entropy": self.class_entropy("support", step), "common_mass": self.common_mass(step)}
+        if has_distinct:
+            cols = {"distinct_entropy": self.class_entropy("distinct", step), **cols}
+        diverged = self.diverged if self.diverged is not None else np.zeros(self.R, bool)
+        base = {"run": np.arange(self.R), "eta_y": self.eta_y, "eta_z": self.eta_z, "seed": self.seed,
+                "loss_first": self.loss[:, 0], "loss_last": self.loss[:, -1], "diverged": diverged}
+        if per == "run":
+            return pd.DataFrame({**base, **{k: v.mean(axis=1) for k, v in cols.items()}})
+        K = classes.K
+        rep = {k: np.repeat(v, K) for k, v in base.items() if k in ("run", "eta_y", "eta_z", "seed")}
+        return pd.DataFrame({**rep, "class": np.tile(np.arange(K), self.R),
+                             "query": np.tile(classes.query, self.R), "next_token": np.tile(classes.next_token, self.R),
+                             **{k: v.ravel() for k, v in cols.items()}})
+
+    def predict(self):
+        """The theory's prediction for these runs (their rates, steps and momentum):
+        :func:`scansnap.theory.predict`; ``.compare(result)`` sets the two side by side. The
+        prediction starts from Y = Z = 0 (``init="zero"``); runs made with ``init="default"``
+        start within 1/sqrt(M) of it, and their Theorem 3 ranking can differ where P(l|n) ties."""
+        from .theory import predict
+        cfg = self.config
+        if cfg.get("optimizer") != "sgd" or cfg.get("residual") or not cfg.get("normalize", True):
+            raise ValueError("the theory's prediction is for SGD with LN and no residual; this result used "
+                             f"optimizer={cfg.get('optimizer')!r}, normalize={cfg.get('normalize')}, "
+                             f"residual={cfg.get('residual')}")
+        return predict(self._classes(), self.eta_y, self.eta_z, cfg["steps"], cfg["momentum"],
+                       snapshot_steps=sorted(self.snapshots))
+
+    def save(self, folder, name: str = "train") -> list:
+        """Write this result as a result set in ``folder`` (made if missing), atomically, with
+        its provenance record, as ``python -m scansnap reproduce`` writes a figure's:
+        ``<name>.csv`` (one row per run, :meth:`to_frame`), ``<name>_classes.csv`` (per run and
+        class), ``<name>_loss.csv`` (run, step, loss), ``<name>_attention.csv`` (run, step,
+        class, token, c: c_n on each class's support at the end and at every snapshot) and
+        ``<name>.provenance.json`` (the settings, rates, seeds and classes; versions, device,
+        date; every file's sha256). Read it back with
+        ``scansnap.experiments.read_results(folder, paper=False)``. Returns the paths written."""
+        from ._save import save_set
+        classes = self._classes()
+        runs, classes_ = self.to_frame("run"), self.to_frame("class")
+        fmt = lambda v: f"{v:.10g}" if isinstance(v, (float, np.floating)) else str(int(v)) if isinstance(
+            v, (bool, np.bool_, int, np.integer)) else str(v)
+        table = lambda df: (list(df.columns), [[fmt(v) for v in row] for row in df.itertuples(index=False)])
+        R, steps = self.loss.shape
+        loss_rows = [(r, s, f"{self.loss[r, s]:.10g}") for r in range(R) for s in range(steps)]
+        att_rows = []
+        for s in sorted(set(self.snapshots) | {steps}):
+            c = self.attention(None if s == steps and s not in self.snapshots else s)
+            for r in range(R):
+                for n in range(classes.K):
+                    att_rows += [(r, s, n, int(l), f"{c[r, n, l]:.10g}") for l in classes.support(n)]
+        cfg = {k: v for k, v in self.config.items() if k != "device"}
+        settings = dict(cfg, eta_y=self.eta_y.tolist(), eta_z=self.eta_z.tolist(), seeds=self.seed.tolist(),
+                        snapshots=sorted(self.snapshots),
+                        classes=dict(K=classes.K, M=classes.M, query=classes.query.tolist(),
+                                     next_token=classes.next_token.tolist(), probs=classes.probs.tolist()))
+        return save_set(folder, name, {name: table(runs), f"{name}_classes": table(classes_),
+                                       f"{name}_loss": (["run", "step", "loss"], loss_rows),
+                                       f"{name}_attention": (["run", "step", "class", "token", "c"], att_rows)},
+                        settings, self.config.get("device", "cpu"), f"TrainResult.save({name!r})")
+
+
+def _short(values, unit: str = "values") -> str:
+    """[1, 5, 20] or, for more than 6 values, [0, 5, 10, ..., 100] (21 steps): a repr line that fits."""
+    v = [f"{x:g}" if isinstance(x, (float, np.floating)) else str(x) for x in list(values)]
+    if len(v) <= 6:
+        return "[" + ", ".join(v) + "]"
+    return "[" + ", ".join(v[:3]) + f", ..., {v[-1]}] ({len(v)} {unit})"
 
 
 def _betas(betas):
@@ -153,7 +340,8 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
           betas=(0.9, 0.999), init: str = "zero", normalize: bool = True,
           residual: bool = False, path: str = "counts", grad: str = "lemma1", snapshot_steps=(),
           dtype=torch.float32, device=None, progress=False, workers=None) -> TrainResult:
-    """Train R = len(seeds) (or len(eta_y), len(eta_z)) independent Y/Z models.
+    """Train R = len(seeds) (or len(eta_y), len(eta_z)) independent Y/Z models; returns a
+    :class:`TrainResult` (its fields, shapes and methods: ``help(TrainResult)``).
 
     Each step draws ``batch`` fresh sequences of length ``T`` (T-1 contextual tokens and
     the query) per distinct seed, and takes one step of ``optimizer`` on the batch-mean
@@ -164,6 +352,12 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
     sequences). All draw the same batches (on a CPU) and give the same numbers up to the
     order of summation (``tests/test_fast_paths.py``; in float32 about 1e-7 relative).
     ``grad`` picks Lemma 1's closed-form gradients (counts and support paths) or autograd.
+    ``init``: ``"zero"`` (the default: Y = Z = 0, the theory's start and Figs. 4-5's) or
+    ``"default"`` (PyTorch's ``nn.Linear`` default, U(-1/sqrt(M), 1/sqrt(M)) from each run's
+    seed, as the authors' code for the Syn-Medium sweep of Figs. 6, 11, 12: "default" names
+    nn.Linear's init, not this function's default). ``momentum``: SGD's (0.9, the paper's);
+    the theory's clock counts plain-SGD steps: see ``scansnap.theory.transition_time``.
+    ``snapshot_steps``: steps s at which Z is kept (after s updates; 0 = the start).
     ``progress`` is a bool or a tqdm bar to advance one tick per step. ``device=None`` is
     the package's default device (see :mod:`scansnap.book`: the CPU in the chapters).
     ``workers``: on a CPU, the runs are split into this many sets trained side by side in
@@ -248,7 +442,7 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
                        dict(steps=steps, batch=batch, T=T, optimizer=optimizer, path=path,
                             momentum=momentum, betas=betas, init=init, normalize=normalize,
                             residual=residual, device=str(dev)),
-                       diverged)
+                       diverged, classes)
 
 
 def _workers(workers, R, dev, grad) -> int:

@@ -6,6 +6,9 @@ no article straddles the split. With network, ``load("full")`` fetches the whole
 (with its 2M-token training split) once into a cache folder, verified against the shipped
 checksums; ``load("auto")`` tries that and falls back to the shipped copy, saying so. Every
 corpus records what it is (``Corpus.source``, ``Corpus.detail``).
+
+As token ids for training, in one call: :func:`wikitext_data` (``scansnap.lm.wikitext_data``):
+``train_ids, valid_ids, vocab = wikitext_data()``.
 """
 from __future__ import annotations
 
@@ -255,3 +258,10 @@ def batchify(ids: torch.Tensor, batch: int) -> torch.Tensor:
     batch = positive_int("batch size", batch)
     n = ids.numel() // batch
     return ids[: n * batch].view(batch, n).t().contiguous()
+
+
+def wikitext_data(source="shipped", min_freq=3):
+    """(train ids, valid ids, vocab): the corpus as token ids for ``scansnap.lm.train_lm``
+    (the same function as ``scansnap.lm.wikitext_data``; see there)."""
+    from .lm import wikitext_data as _wikitext_data
+    return _wikitext_data(source, min_freq)

@@ -149,7 +149,7 @@ def test_commit_holds_interrupts_until_the_set_is_in_place(tmp_path):
 
 def test_the_committed_results_pass_the_check():
     R = ex.book_results()
-    expected = {"fig3", "fig4", "fig4_right", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10", "fig11",
+    expected = {"fig3", "fig4", "fig4_cn", "fig4_right", "fig4_right_cn", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10", "fig11",
                 "fig12", "freeze"}
     assert set(R) == expected
     folder = files("scansnap") / "results"
