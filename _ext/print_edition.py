@@ -11,6 +11,11 @@ HTML pages are untouched.
   in _config.yml) become real tables: booktabs rules, numbers right-aligned with true minus
   signs, ``$...$`` in a header typeset. Any other HTML output is an error: on paper it would
   silently vanish.
+- A book's shape: a title page with the edition (the package version and git commit) and the
+  online address; the root page as an unnumbered "Introduction" chapter (jupyter-book prints
+  it as untitled front matter); chapter titles without the number the HTML titles carry
+  (LaTeX numbers chapters itself); each chapter's exercise solutions gathered at its end; no
+  execution-status page (it describes the HTML build); figures at most 3/4 of the page tall.
 - Displays that carry the paper's equation number (``\\tag{N}``): Sphinx wraps a display in
   ``equation*`` + ``split``, where amsmath refuses ``\\tag``; the tag moves outside ``split``.
 """
@@ -31,35 +36,51 @@ NUMBER = re.compile(r"^[-+]?(\d[\d,]*\.?\d*|\.\d+)([eE][-+]?\d+)?%?$|^[-+]?(inf|
 TAG = re.compile(r"\\tag\*?\{([^{}]*)\}")
 
 
-def _is_latex(app) -> bool:
-    return getattr(app.builder, "format", None) == "latex"
+def tag_outside_split(text: str, label: str | None = None) -> str | None:
+    """The LaTeX of a display carrying ``\\tag{N}``, with the tag outside ``split`` (where amsmath
+    allows it); None when the display has no tag. Blank-line-separated parts become rows."""
+    tags = TAG.findall(text)
+    if not tags:
+        return None
+    if len(tags) > 1:
+        raise ValueError(f"a display carries {len(tags)} \\tag commands: {text[:80]!r}")
+    body = " \\\\\n".join(p.strip() for p in TAG.sub("", text).split("\n\n") if p.strip())
+    lab = f"\\label{{{label}}}" if label else ""
+    return f"\\begin{{equation*}}{lab}\\begin{{split}}{body}\\end{{split}}\\tag{{{tags[0]}}}\\end{{equation*}}"
 
 
 class TagOutsideSplit(SphinxPostTransform):
-    """``$$ ... \\tag{13} $$`` -> ``\\begin{equation*}\\begin{split}...\\end{split}\\tag{13}\\end{equation*}``."""
+    """``$$ ... \\tag{13} $$``: see :func:`tag_outside_split`."""
     default_priority = 200
     formats = ("latex",)
 
     def run(self, **kwargs) -> None:
         for node in list(self.document.findall(nodes.math_block)):
-            text = node.astext()
-            tags = TAG.findall(text)
-            if not tags or node.get("nowrap"):
+            if node.get("nowrap"):
                 continue
-            if len(tags) > 1:
-                raise ValueError(f"a display carries {len(tags)} \\tag commands: {text[:80]!r}")
-            body = TAG.sub("", text).strip()
-            parts = [p.strip() for p in body.split("\n\n") if p.strip()]
-            body = " \\\\\n".join(parts)
-            label = f"\\label{{{node['label']}}}" if node.get("label") else ""
-            new = nodes.math_block(
-                "", f"\\begin{{equation*}}{label}\\begin{{split}}{body}\\end{{split}}\\tag{{{tags[0]}}}\\end{{equation*}}",
-                nowrap=True, docname=node.get("docname"), number=None, label=None)
+            latex = tag_outside_split(node.astext(), node.get("label"))
+            if latex is None:
+                continue
+            new = nodes.math_block("", latex, nowrap=True, docname=node.get("docname"), number=None, label=None)
             new.source, new.line = node.source, node.line
             node.replace_self(new)
 
 
 NOTE_PREFIX = "Printed panel:"
+
+
+SUB = re.compile(r"_\{([^{}]*)\}|_([A-Za-z0-9])")
+
+
+def note_nodes(note: str) -> list:
+    """A note's text as nodes, ``x_{Y}`` and ``x_Y`` as a subscript."""
+    out, at = [], 0
+    for m in SUB.finditer(note):
+        out.append(nodes.Text(note[at:m.start()]))
+        out.append(nodes.subscript("", m.group(1) if m.group(1) is not None else m.group(2)))
+        at = m.end()
+    out.append(nodes.Text(note[at:]))
+    return [n for n in out if n.astext()]
 
 
 class PanelNotes(SphinxPostTransform):
@@ -78,7 +99,7 @@ class PanelNotes(SphinxPostTransform):
             note = note_of(path)
             if not note:
                 continue
-            para = nodes.paragraph("", "", nodes.emphasis("", NOTE_PREFIX + " "), nodes.Text(note),
+            para = nodes.paragraph("", "", nodes.emphasis("", NOTE_PREFIX + " "), *note_nodes(note),
                                    classes=["printed-panel-note"])
             img.parent.insert(img.parent.index(img) + 1, para)
 
@@ -190,19 +211,119 @@ class HtmlOutputs(SphinxPostTransform):
                                f"{raw.astext()[:120]!r}", location=raw)
                 continue
             spec, table = made
-            raw.replace_self([addnodes.tabular_col_spec(spec=spec), table])
+            # a wide table in a smaller type, so its numbers fit the text width unbroken
+            n = len(spec)
+            size = "\\scriptsize" if n >= 10 else "\\footnotesize" if n >= 7 else "\\small"
+            raw.replace_self([nodes.raw("", "\\begingroup" + size + "\\setlength{\\tabcolsep}{4pt}", format="latex"),
+                              addnodes.tabular_col_spec(spec=spec), table,
+                              nodes.raw("", "\\endgroup", format="latex")])
 
 
-def _builder_inited(app) -> None:
-    if not _is_latex(app):
-        return
-    extra = [str(HERE / "latex" / "bbm.sty")]
-    app.config.latex_additional_files = list(app.config.latex_additional_files or []) + extra
+NUMBERED = re.compile(r"^\d+[A-Z]?\.\s+")
+
+
+class BookShape(SphinxPostTransform):
+    """Introduction, chapter titles, solutions and pages of the printed book (see the module doc)."""
+    default_priority = 800       # after sphinx-jupyterbook-latex's root-document transform (700)
+    formats = ("latex",)
+
+    def run(self, **kwargs) -> None:
+        from sphinx.util.texescape import escape
+        from sphinx_jupyterbook_latex.nodes import RootHeader
+
+        root = self.app.config.root_doc
+        for doc in list(self.document.findall(addnodes.start_of_file)):
+            if doc["docname"] in DROPPED:
+                doc.parent.remove(doc)
+        # the root page: an unnumbered chapter, its sub-headings unnumbered sections
+        for header in list(self.document.findall(RootHeader)):
+            header.replace_self(nodes.raw("", f"\\section*{{{escape(header.astext())}}}\n", format="latex"))
+        top = next((s for s in self.document.findall(nodes.section) if s.get("docname") == root), None)
+        if top is not None:
+            at = 1 if top.children and isinstance(top.children[0], nodes.title) else 0
+            top.insert(at, nodes.raw("", "\\chapter*{Introduction}\\addcontentsline{toc}{chapter}{Introduction}"
+                                          "\\markboth{Introduction}{Introduction}\n", format="latex"))
+        for doc in list(self.document.findall(addnodes.start_of_file)):
+            section = next((c for c in doc.children if isinstance(c, nodes.section)), None)
+            if section is None:
+                continue
+            title = section.next_node(nodes.title)
+            if title is not None and title.children and isinstance(title.children[0], nodes.Text):
+                text = str(title.children[0])
+                if NUMBERED.match(text):
+                    title.replace(title.children[0], nodes.Text(NUMBERED.sub("", text)))
+            self._solutions_to_end(doc, section)
+
+    @staticmethod
+    def _solutions_to_end(doc, section) -> None:
+        """Move the solutions of this document (not of a sub-page) to the end of its top section.
+        Walks down from ``doc`` with each child's actual parent in hand: after
+        sphinx-jupyterbook-latex rearranges the tree, ``node.parent`` is not always right."""
+        from sphinx_exercise.nodes import solution_node
+
+        found = []
+
+        def walk(node):
+            for child in list(node.children):
+                if isinstance(child, solution_node):
+                    found.append((node, child))
+                elif isinstance(child, nodes.Element) and not isinstance(child, addnodes.start_of_file):
+                    walk(child)
+
+        walk(doc)
+        if not found:
+            return
+        for parent, sol in found:
+            parent.children.remove(sol)
+        section += nodes.raw("", "\\section*{Solutions}\n", format="latex")
+        section.extend(sol for _, sol in found)
+
+
+DROPPED = {"book/status"}   # describes the HTML build's execution; empty when printing
+
+
+def _edition() -> str:
+    import subprocess
+
+    import scansnap
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True,
+                                text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = ""
+    return f"{scansnap.__version__}" + (f", commit {commit}" if commit else "")
+
+
+def _maketitle(app) -> str:
+    from sphinx.util.texescape import escape
+
+    url = (app.config.html_theme_options or {}).get("repository_url", "")
+    online = (f"The online edition, with the live panels, the sliders and the Colab and Binder "
+              f"buttons: \\url{{{url}}}" if url else "")
+    return rf"""\begin{{titlepage}}\centering
+\vspace*{{3cm}}{{\Huge\bfseries {escape(app.config.html_title or app.config.project)}\par}}
+\vspace{{1.2em}}{{\large An executable companion to \emph{{Scan and Snap: Understanding Training Dynamics and
+Token Composition in 1-layer Transformer}} (Yuandong Tian, Yiping Wang, Beidi Chen, Simon S.\ Du;
+NeurIPS 2023; arXiv:2305.16380v4)\par}}
+\vspace{{2.5cm}}{{\Large {escape(app.config.author)}\par}}
+\vfill
+{{Printed edition {escape(_edition())}, \today\par}}
+\vspace{{0.6em}}{{\small {online}\par}}
+\end{{titlepage}}"""
+
+
+def _config_inited(app, config) -> None:
+    # latex_* settings are read when the LaTeX builder starts, before "builder-inited"; they
+    # mean nothing to other builders, so they are set for every build
+    config.latex_elements = dict(config.latex_elements or {}, maketitle=_maketitle(app))
+    config.latex_additional_files = list(config.latex_additional_files or []) + [str(HERE / "latex" / "bbm.sty")]
 
 
 def setup(app):
     app.add_post_transform(TagOutsideSplit)
     app.add_post_transform(PanelNotes)
     app.add_post_transform(HtmlOutputs)
-    app.connect("builder-inited", _builder_inited)
+    app.add_post_transform(BookShape)
+    app.connect("config-inited", _config_inited)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
