@@ -355,6 +355,13 @@ class EmbeddingTransformer(nn.Module):
 # ---------------------------------------------------------------------------------------
 
 _FUSED_SGD = getattr(torch, "_fused_sgd_", None)   # m = momentum m + g (g on the first step), p -= lr m
+# torch's CPU kernels run a SIMD loop over whole vectors and a scalar loop over the last
+# numel % width elements, and the compiler may fuse that scalar loop's a * b + c into one FMA
+# (one rounding instead of two). Which elements fall in that tail depends on how many runs are
+# in the tensor, so a run's last bits would depend on the runs trained beside it (a torchrun
+# rank's share, a thread's set). Fused kernels therefore only see a prefix of whole vectors:
+# 64 elements is a multiple of every vector width (AVX2, AVX-512, NEON) and cache-line unit.
+_VEC_ALIGN = 64
 
 
 def _rowdot(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -516,20 +523,30 @@ class SupportYZ:
         m = momentum m + g, p -= eta m with m scaled by eta. On the largest sweeps this step is
         memory-bound: torch's fused SGD kernel (the one ``torch.optim.SGD(fused=True)`` calls;
         building that optimizer imports torch._dynamo, 0.8 s) makes it one pass over the rows
-        that move, 1.35x faster than two; where that kernel is missing, two passes."""
+        that move, 1.35x faster than two; where that kernel is missing, two passes.
+
+        Every element is rounded the same way wherever it lies in the (R, ...) stacks: the fused
+        kernel gets the longest prefix of whole SIMD vectors (its scalar tail may fuse a multiply
+        and an add, see ``_VEC_ALIGN``) and the rest takes the two passes, which round like the
+        kernel's vectors (m * momentum, then + g; then p - m). So a run's numbers do not depend
+        on which runs share its tensors: the runs split over threads (``train(workers=)``) or
+        over torchrun's ranks give the same bits as one batch (``tests/test_fast_paths.py``)."""
         params = [self.Ys, self.Yo, self.Za]
         first = not buffers
         if first:
             buffers.extend(torch.zeros_like(p) for p in params)
+        flat = [(p.view(-1), p.grad.view(-1), m.view(-1)) for p, m in zip(params, buffers)]
         if momentum and _FUSED_SGD is not None and self.Yo.device.type == "cpu":
-            _FUSED_SGD(params, [p.grad for p in params], buffers, weight_decay=0.0, momentum=momentum, lr=1.0,
-                       dampening=0.0, nesterov=False, maximize=False, is_first_step=first)
-            return
-        for p, m in zip(params, buffers):
+            heads = [(p[:n], g[:n], m[:n]) for p, g, m in flat if (n := p.numel() - p.numel() % _VEC_ALIGN)]
+            if heads:
+                _FUSED_SGD(*map(list, zip(*heads)), weight_decay=0.0, momentum=momentum, lr=1.0,
+                           dampening=0.0, nesterov=False, maximize=False, is_first_step=first)
+            flat = [(p[n:], g[n:], m[n:]) for p, g, m in flat if (n := p.numel() - p.numel() % _VEC_ALIGN) < p.numel()]
+        for p, g, m in flat:
             if momentum:
-                p.sub_(torch.add(p.grad, m, alpha=momentum, out=m))
+                p.sub_(m.copy_(g) if first else m.mul_(momentum).add_(g))
             else:
-                p.sub_(p.grad)
+                p.sub_(g)
 
 
 def _class_bags(classes: torch.Tensor, K: int, o: int):
