@@ -948,6 +948,9 @@ def predict(classes: SequenceClasses, eta_y=1.0, eta_z=1.0, steps: int = 100, mo
     momentum = unit_interval("momentum", momentum)
     ey, ez = np.atleast_1d(np.asarray(eta_y, float)), np.atleast_1d(np.asarray(eta_z, float))
     R = max(ey.size, ez.size)
+    if ey.size > 1 and ez.size > 1 and ey.size != ez.size:
+        raise ValueError(f"the per-run lengths disagree: eta_y has {ey.size}, eta_z has {ez.size}; give each one "
+                         "value per run (the same length) or a single value for every run")
     for name, a in (("eta_y", ey), ("eta_z", ez)):
         if a.ndim != 1 or a.size not in (1, R):
             raise ValueError(f"{name} must be a scalar or have one value per run ({R}); got shape {a.shape}")

@@ -527,6 +527,8 @@ def test_errors_name_the_shape_and_the_lengths():
         train(syn_small(), eta_y=[1, 2, 3], seeds=[0, 1], steps=2)
     with pytest.raises(ValueError, match="the per-run lengths disagree: eta_y has 2, eta_z has 3"):
         train(syn_small(), eta_y=[1, 2], eta_z=[1, 2, 3], steps=2)
+    with pytest.raises(ValueError, match="the per-run lengths disagree: eta_y has 3, eta_z has 2"):
+        th.predict(syn_small(), eta_y=[1, 2, 3], eta_z=[1, 2], steps=2)
 
 
 def test_the_theory_warns_where_it_is_applied_outside_its_layout():
