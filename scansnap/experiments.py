@@ -469,6 +469,9 @@ class SnapSweep:
     ``change[kind]`` (runs, len(doublings) - 1), kind in sgd / population / flow: the change
     ||c_n(2s) - c_n(s)||_1 of class 0 over [s, 2s] for s = doublings[:-1].
     ``flow_t``, ``flow_loss`` (runs, len(flow_t)): the flow's times and its loss.
+    ``flow_early_t``, ``flow_early_change`` (runs, len(flow_early_t)): the flow's change over
+    [t, 2t] for t = 2^-k, ..., 1/2, before the first SGD step. At the rates eta / (1 - momentum)
+    the flow can peak there, so :meth:`peak` and the freeze test include them.
     """
     classes: object
     grid: list
@@ -481,6 +484,8 @@ class SnapSweep:
     flow_t: np.ndarray
     flow_loss: np.ndarray
     momentum: float
+    flow_early_t: np.ndarray = None
+    flow_early_change: np.ndarray = None
 
     def run(self, eta_y: float, eta_z: float) -> int:
         """The index of the run with rates (eta_y, eta_z)."""
@@ -492,10 +497,23 @@ class SnapSweep:
     def frozen(self, kind: str, fraction: float = FREEZE_FRACTION) -> np.ndarray:
         """Chapter 5's freeze test per run (bool, runs): the change over the last doubling is
         below ``fraction`` of the run's largest change per doubling (kind: sgd, population, flow)."""
+        return self.late_fraction(kind) < fraction
+
+    def peak(self, kind: str) -> np.ndarray:
+        """The largest change per doubling of each run (runs,); for the flow, the doublings
+        before t = 1 (``flow_early_change``) count too."""
         if kind not in self.change:
             raise ValueError(f"kind must be one of {sorted(self.change)}, got {kind!r}")
         cd = self.change[kind]
-        return cd[:, -1] < fraction * cd.max(1)
+        if kind == "flow" and self.flow_early_change is not None:
+            cd = np.concatenate([self.flow_early_change, cd], axis=1)
+        return cd.max(1)
+
+    def late_fraction(self, kind: str) -> np.ndarray:
+        """The change over the last doubling as a fraction of :meth:`peak` (runs,): what
+        chapter 5's freeze test compares with 5%."""
+        peak = self.peak(kind)                      # checks kind
+        return self.change[kind][:, -1] / peak
 
     def c_at(self, steps) -> np.ndarray:
         """c_n of class 0 after each SGD step in ``steps`` (saved snapshots only): (runs, len(steps), M)."""
@@ -506,10 +524,12 @@ class SnapSweep:
         return self.c_sgd[:, [idx[s] for s in np.atleast_1d(steps).tolist()]]
 
 
-def snap_sweep(classes, sgd, momentum: float = SNAP["momentum"], flow_points: int = 40) -> SnapSweep:
+def snap_sweep(classes, sgd, momentum: float = SNAP["momentum"], flow_points: int = 40,
+               flow_early: int = 10) -> SnapSweep:
     """Beside ``sgd`` (a ``train`` result on ``classes``, e.g. with :func:`snap_train_args`), run
     the same grid of rates with the same optimiser on the population gradient and as the
-    gradient flow at the effective rates eta / (1 - momentum); see :class:`SnapSweep`."""
+    gradient flow at the effective rates eta / (1 - momentum); see :class:`SnapSweep`. The
+    flow's change per doubling is also measured before t = 1, from t = 2^-flow_early."""
     from .theory import attention_limit_all, population_dynamics, population_sgd
     if not 0 <= momentum < 1:
         raise ValueError(f"momentum must be in [0, 1), got {momentum!r}")
@@ -525,16 +545,23 @@ def snap_sweep(classes, sgd, momentum: float = SNAP["momentum"], flow_points: in
     pop = population_sgd(classes, [g[0] for g in grid], [g[1] for g in grid], steps, momentum=momentum,
                          snapshot_steps=[0] + doublings.tolist())
     c_pop = np.stack([attention_limit_all(classes, pop.snapshots[d])[:, 0] for d in doublings], axis=1)
+    flow_early = positive_int("flow_early", flow_early, minimum=0)
     flow_t = np.unique(np.concatenate([doublings, np.geomspace(1, steps, flow_points)]))
+    early_t = 2.0 ** np.arange(-flow_early, 0)                   # before t = 1: [t, 2t] ends at 1
     on_doubling = np.isin(flow_t, doublings)
-    c_flow, flow_loss = [], []
+    c_flow, flow_loss, early_change = [], [], []
     for ey, ez in grid:
+        # t_eval only reads the solver's dense output: the extra early times change no step
         sol = population_dynamics(classes, ey / (1 - momentum), ez / (1 - momentum), float(flow_t[-1]),
-                                  t_eval=flow_t, rtol=1e-4, atol=1e-7)
-        c_flow.append(attention_limit_all(classes, sol.Z[on_doubling])[:, 0])
-        flow_loss.append([population_loss(classes, y, z) for y, z in zip(sol.Y, sol.Z)])
+                                  t_eval=np.concatenate([early_t, flow_t]), rtol=1e-4, atol=1e-7)
+        Z_early, Z, Y = sol.Z[:early_t.size], sol.Z[early_t.size:], sol.Y[early_t.size:]
+        c_flow.append(attention_limit_all(classes, Z[on_doubling])[:, 0])
+        c_early = attention_limit_all(classes, np.concatenate([Z_early, Z[:1]]))[:, 0]   # ..., 1/2, 1
+        early_change.append(change_per_doubling(c_early))
+        flow_loss.append([population_loss(classes, y, z) for y, z in zip(Y, Z)])
     change = {"sgd": change_per_doubling(c_sgd[:, [at[d] for d in doublings]]),
               "population": change_per_doubling(c_pop),
               "flow": change_per_doubling(np.stack(c_flow))}
     return SnapSweep(classes, grid, doublings, snaps, sgd, c_sgd, pop, change, flow_t,
-                     np.array(flow_loss), momentum)
+                     np.array(flow_loss), momentum, early_t,
+                     np.array(early_change).reshape(len(grid), early_t.size))

@@ -131,7 +131,18 @@ def test_snap_sweep_matches_its_parts():
     flow = th.population_dynamics(cls, 2.0 / 0.1, 1.0 / 0.1, 32.0, t_eval=sw.flow_t, rtol=1e-4, atol=1e-7)
     np.testing.assert_allclose(sw.flow_loss[2, -1], population_loss(cls, flow.Y[-1], flow.Z[-1]), rtol=1e-9)
     cd = sw.change["flow"]
-    np.testing.assert_array_equal(sw.frozen("flow"), cd[:, -1] < 0.05 * cd.max(1))
+    early = th.population_dynamics(cls, 2.0 / 0.1, 1.0 / 0.1, 32.0, t_eval=[1 / 8, 1 / 4, 1 / 2, 1],
+                                   rtol=1e-4, atol=1e-7)
+    c_early = th.attention_limit_all(cls, early.Z)[:, 0]
+    np.testing.assert_array_equal(sw.flow_early_t, 2.0 ** np.arange(-10, 0))
+    np.testing.assert_allclose(sw.flow_early_change[2, -3:], np.abs(np.diff(c_early, axis=0)).sum(-1),
+                               rtol=1e-6)
+    peak = np.maximum(cd.max(1), sw.flow_early_change.max(1))
+    np.testing.assert_array_equal(sw.peak("flow"), peak)
+    np.testing.assert_array_equal(sw.late_fraction("flow"), cd[:, -1] / peak)
+    np.testing.assert_array_equal(sw.frozen("flow"), cd[:, -1] < 0.05 * peak)
+    assert (sw.flow_early_change.max(1) > cd.max(1)).any()      # the flow does peak before t = 1 here
+    np.testing.assert_array_equal(sw.peak("sgd"), sw.change["sgd"].max(1))
     assert sw.frozen("sgd", fraction=2.0).all() and not sw.frozen("sgd", fraction=0.0).any()
     with pytest.raises(ValueError, match="kind must be one of"):
         sw.frozen("adam")
@@ -149,3 +160,6 @@ def test_snap_sweep_needs_the_doublings():
         snap_sweep(cls, sgd)
     with pytest.raises(ValueError, match="momentum"):
         snap_sweep(cls, sgd, momentum=1.0)
+    with pytest.raises(ValueError, match="flow_early must be an integer >= 0, got -1"):
+        snap_sweep(cls, train(cls, eta_y=1.0, eta_z=1.0, steps=8, snapshot_steps=[1, 2, 4, 8]),
+                   flow_early=-1)
