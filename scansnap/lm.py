@@ -67,8 +67,9 @@ class LMResult:
     - ``seconds``: the wall time :func:`train_lm` took (what :meth:`save` records), or None.
 
     Methods: :meth:`attention` one map as a (T, T) array; :meth:`attention_entropy` its mean
-    row entropy (Fig. 10's measure); :meth:`to_frame` a pandas DataFrame (step, loss, and the
-    entropy at each snapshot); :meth:`save` a CSV + provenance set, as the command line writes.
+    row entropy (Fig. 10's measure); :meth:`to_frame` a pandas DataFrame (a row per step, 0 to
+    steps: loss and every layer's entropy at the snapshots; or a row per snapshot); :meth:`save`
+    a CSV + provenance set, as the command line writes.
     """
     loss: np.ndarray                                   # (steps,) training loss per step
     snapshots: dict = field(default_factory=dict)      # step -> [per layer (heads, T, T)] on the probe
@@ -106,13 +107,17 @@ class LMResult:
         self.attention(step, layer)
         return attention_entropy(self.snapshots[step][layer].numpy(), what=f"the attention at step {step}")
 
-    def to_frame(self):
-        """A pandas DataFrame, one row per step s = 0, ..., steps: ``step``; ``loss``, the batch
-        loss before update s (NaN at s = steps: no batch follows the last update); and for every
-        layer L, ``entropy_layerL``, the mean row entropy of its maps on the probe after s updates
-        (:meth:`attention_entropy`) at the snapshot steps, NaN elsewhere. So the final snapshot
-        (s = steps) has its row, and a 3-layer model three entropy columns."""
+    def to_frame(self, per: str = "step"):
+        """A pandas DataFrame. ``per="step"`` (default): one row per step s = 0, ..., steps:
+        ``step``; ``loss``, the batch loss before update s (NaN at s = steps: no batch follows
+        the last update); and for every layer L, ``entropy_layerL``, the mean row entropy of its
+        maps on the probe after s updates (:meth:`attention_entropy`) at the snapshot steps, NaN
+        elsewhere. So the final snapshot (s = steps) has its row, and a 3-layer model three
+        entropy columns. ``per="snapshot"``: only the snapshot steps, with those entropy columns
+        (no loss column, so ``dropna()`` keeps every snapshot)."""
         import pandas as pd
+        if per not in ("step", "snapshot"):
+            raise ValueError(f"per must be 'step' or 'snapshot', got {per!r}")
         n = len(self.loss)
         layers = max((len(m) for m in self.snapshots.values()), default=0)
         frame = {"step": np.arange(n + 1), "loss": np.append(self.loss, np.nan)}
@@ -121,7 +126,10 @@ class LMResult:
             for s in self.snapshots:
                 ent[s] = self.attention_entropy(s, layer=L)
             frame[f"entropy_layer{L}"] = ent
-        return pd.DataFrame(frame)
+        df = pd.DataFrame(frame)
+        if per == "snapshot":
+            df = df.loc[sorted(self.snapshots)].drop(columns="loss").reset_index(drop=True)
+        return df
 
     def save(self, folder, name: str = "lm") -> list:
         """Write this run as a result set in ``folder``, atomically, with its provenance record (as

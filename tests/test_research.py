@@ -506,6 +506,11 @@ def test_lm_to_frame_has_the_last_snapshot_and_every_layer(tmp_path):
     assert np.isnan(df.loss.iloc[3]) and np.allclose(df.loss.iloc[:3], lm.loss)
     assert df.entropy_layer1.iloc[3] == pytest.approx(lm.attention_entropy(3, layer=1))
     assert df.entropy_layer0.notna().tolist() == [True, False, False, True]
+    snaps = lm.to_frame("snapshot")
+    assert list(snaps.columns) == ["step", "entropy_layer0", "entropy_layer1"] and list(snaps.step) == [0, 3]
+    assert len(snaps.dropna()) == 2
+    with pytest.raises(ValueError, match="per must be 'step' or 'snapshot'"):
+        lm.to_frame("layer")
     assert lm.seconds > 0
     lm.save(tmp_path, "lm")
     assert json.loads((tmp_path / "lm.provenance.json").read_text())["seconds"] == round(lm.seconds, 3)
