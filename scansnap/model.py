@@ -535,18 +535,33 @@ class SupportYZ:
         first = not buffers
         if first:
             buffers.extend(torch.zeros_like(p) for p in params)
-        flat = [(p.view(-1), p.grad.view(-1), m.view(-1)) for p, m in zip(params, buffers)]
-        if momentum and _FUSED_SGD is not None and self.Yo.device.type == "cpu":
-            heads = [(p[:n], g[:n], m[:n]) for p, g, m in flat if (n := p.numel() - p.numel() % _VEC_ALIGN)]
-            if heads:
-                _FUSED_SGD(*map(list, zip(*heads)), weight_decay=0.0, momentum=momentum, lr=1.0,
-                           dampening=0.0, nesterov=False, maximize=False, is_first_step=first)
-            flat = [(p[n:], g[n:], m[n:]) for p, g, m in flat if (n := p.numel() - p.numel() % _VEC_ALIGN) < p.numel()]
-        for p, g, m in flat:
-            if momentum:
-                p.sub_(m.copy_(g) if first else m.mul_(momentum).add_(g))
+        grads = [p.grad for p in params]
+        if not (momentum and _FUSED_SGD is not None and self.Yo.device.type == "cpu"):
+            for p, g, m in zip(params, grads, buffers):
+                if momentum:
+                    p.sub_(m.copy_(g) if first else m.mul_(momentum).add_(g))
+                else:
+                    p.sub_(g)
+            return
+        # the parameters' and buffers' whole-vector heads and short tails, as views made once
+        if getattr(self, "_split", None) is None or self._split[0] is not buffers:
+            ends = [p.numel() - p.numel() % _VEC_ALIGN for p in params]
+            self._split = (buffers, ends, [p.view(-1)[:n] for p, n in zip(params, ends)],
+                           [m.view(-1)[:n] for m, n in zip(buffers, ends)],
+                           [(p.view(-1)[n:], m.view(-1)[n:], i) for i, (p, m, n) in enumerate(zip(params, buffers, ends))
+                            if n < p.numel()])
+        _, ends, p_heads, m_heads, tails = self._split
+        _FUSED_SGD(p_heads, [g.view(-1)[:n] for g, n in zip(grads, ends)], m_heads, weight_decay=0.0,
+                   momentum=momentum, lr=1.0, dampening=0.0, nesterov=False, maximize=False, is_first_step=first)
+        if tails:   # a few elements each: one foreach call per pass (exactly rounded, as the vectors)
+            pt, mt = [t[0] for t in tails], [t[1] for t in tails]
+            gt = [grads[i].view(-1)[ends[i]:] for _, _, i in tails]
+            if first:
+                torch._foreach_copy_(mt, gt)
             else:
-                p.sub_(g)
+                torch._foreach_mul_(mt, momentum)
+                torch._foreach_add_(mt, gt)
+            torch._foreach_sub_(pt, mt)
 
 
 def _class_bags(classes: torch.Tensor, K: int, o: int):
