@@ -13,7 +13,7 @@ ASSETS := _assets/.installed
 # (bench/RESULTS.md). Set before any Python starts, so the chapters' kernels inherit it.
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: all install assets book url-note test bench mutants clean
+.PHONY: all install assets book url-note test bench mutants clean tex pdf
 all: book
 
 $(STAMP): requirements.txt requirements.lock pyproject.toml
@@ -44,6 +44,23 @@ CHROMIUM ?= /usr/bin/chromium
 $(CHROMIUM):
 	apt-get install -y -q chromium >/dev/null || (apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null)
 
+# The printed edition needs XeLaTeX, the TeX Gyre fonts and poppler's tools, from Debian (as root; ~150 MB
+# to download, ~450 MB on disk, without the 509 MB texlive-fonts-extra: _ext/latex/bbm.sty stands in).
+TEX_PACKAGES := texlive-xetex texlive-latex-extra texlive-latex-recommended texlive-pictures \
+	texlive-fonts-recommended texlive-plain-generic latexmk fonts-texgyre fonts-texgyre-math \
+	fonts-dejavu-core poppler-utils
+tex:
+	@dpkg -s $(TEX_PACKAGES) >/dev/null 2>&1 || { \
+	  apt-get install -y -q --no-install-recommends $(TEX_PACKAGES) >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $(TEX_PACKAGES) >/dev/null; }; }
+
+# The PDF edition, from the chapters' committed outputs (no execution): _build/latex/book.pdf, then its checks.
+pdf: $(STAMP) $(ASSETS) tex
+	@$(MAKE) -s --no-print-directory url-note
+	$(BIN)/python tools/build_pdf.py
+	$(BIN)/python tools/pdf_check.py
+	@echo "The printed edition is at $(CURDIR)/_build/latex/book.pdf"
+
 # The repository URL in _config.yml (launch buttons, the chapters' install cell) is a placeholder
 # until the project has its public home: every `make book` says so, loudly, while it is
 # (tests/test_repository_url.py keeps this note and the README's in step with _config.yml).
@@ -72,21 +89,21 @@ book: $(STAMP) $(ASSETS)
 # printed after the tests'; either failing fails `make test`. NBVAL_BESIDE=0: one after the other.
 NBVAL_BESIDE ?= 1
 NBVAL := $(BIN)/python -m pytest --nbval --nbval-sanitize-with tests/sanitize.cfg -p no:cacheprovider --durations=15 $(NOTEBOOKS)
-test: $(STAMP) $(ASSETS) $(CHROMIUM)
+test: $(STAMP) $(ASSETS) $(CHROMIUM) tex
 ifeq ($(strip $(NOTEBOOKS)),)
-	SCANSNAP_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests --durations=25
+	SCANSNAP_REQUIRE_TEX=1 SCANSNAP_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests --durations=25
 else ifeq ($(NBVAL_BESIDE),1)
 	@log=$$(mktemp); start=$$(date +%s); \
 	echo "strict nbval runs beside the tests; its report follows theirs: $(NBVAL)"; \
 	( $(NBVAL) > $$log 2>&1; echo $$? > $$log.rc; echo "nbval took $$(( $$(date +%s) - start )) s" >> $$log ) & \
-	SCANSNAP_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests --durations=25; rc=$$?; \
+	SCANSNAP_REQUIRE_TEX=1 SCANSNAP_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests --durations=25; rc=$$?; \
 	echo "tests took $$(( $$(date +%s) - start )) s (exit $$rc); waiting for strict nbval"; wait; \
 	echo "=================== strict nbval (ran beside the tests) ==================="; \
 	cat $$log; nb=$$(cat $$log.rc); rm -f $$log $$log.rc; \
 	echo "make test: tests exit $$rc, nbval exit $$nb, $$(( $$(date +%s) - start )) s in all"; \
 	test $$rc -eq 0 && test $$nb -eq 0
 else
-	SCANSNAP_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests --durations=25
+	SCANSNAP_REQUIRE_TEX=1 SCANSNAP_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests --durations=25
 	$(NBVAL)
 endif
 

@@ -108,6 +108,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._validate import positive, positive_int
+from . import printed
 
 JS_DIR = Path(__file__).resolve().parent / "js"
 
@@ -235,6 +236,20 @@ class LivePanel:
 
     def _repr_html_(self) -> str:
         return self.html()
+
+    def _repr_png_(self) -> bytes | None:
+        """The static figure, for the printed edition (the HTML pages show the panel instead)."""
+        return printed.with_note(self.png, self.printed_note()) if self.png else None
+
+    def printed_note(self) -> str:
+        """What the online edition does with this panel, in one line under the printed figure."""
+        cfg = json.loads(self.config)
+        shown = ", ".join(LABELS[c] for c in cfg["controls"]) or "none"
+        note = (f"Online, this panel re-trains the model ({cfg['data_label']}) in the reader's browser "
+                f"as its sliders ({shown}) move; printed: the figure computed when the book was built.")
+        if cfg.get("question"):
+            note += f" The panel asks: {printed.plain(cfg['question'])}"
+        return note
 
     def __repr__(self) -> str:
         return f"LivePanel({self.summary})"

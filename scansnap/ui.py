@@ -49,6 +49,8 @@ import math
 import re
 import time
 
+from . import printed
+
 MAX_FIGURES = 150  # a grid larger than this would bloat the page; raise early instead
 SCALE = 2          # PNG pixels per CSS pixel: sharp on high-density ("retina") screens
 _GREEK = {"eta": "η", "gamma": "γ", "nu": "ν", "alpha": "α", "beta": "β", "lambda": "λ", "sigma": "σ"}
@@ -247,6 +249,7 @@ def slider_panel(draw, *, precompute: bool = True, progress: bool = True, scale:
         for key, fig in figs.items():
             limits.apply(fig)
             pngs[key] = _png(fig, scale)
+        print_png = _printed(figs, names, controls)
         del figs
     else:
         key = tuple(c.value for c in controls.values())
@@ -254,6 +257,10 @@ def slider_panel(draw, *, precompute: bool = True, progress: bool = True, scale:
             fig = figure_at(key)
         limits.add(fig)
         pngs = {key: _png(fig, scale)}
+        print_png = printed.with_note(
+            printed.small_multiples([("", fig)], tile_width=fig.get_figwidth()),
+            "Online, the notebook's kernel redraws this figure as the sliders move; printed: the figure "
+            "at the sliders' starting values.")
 
     def image(png_width):
         png, width = png_width
@@ -313,4 +320,21 @@ def slider_panel(draw, *, precompute: bool = True, progress: bool = True, scale:
     panel = widgets.VBox([bar_box, figure, status], layout=widgets.Layout(width="100%", max_width="100%"))
     panel.add_class("scansnap-panel")
     panel.redraw = redraw          # for tests and for a chapter that wants to force a redraw
+    panel._repr_png_ = lambda: print_png   # the printed edition's figure (the HTML shows the widget)
     return panel
+
+
+def _printed(figs, names, controls) -> bytes:
+    """The panel on paper: its first slider at up to six of its values side by side (the others
+    at their starting values), with the note saying what the online edition does."""
+    first = names[0]
+    start = {n: c.value for n, c in controls.items()}
+    label = _plain(controls[first].description or first)
+    shown = printed.pick(controls[first].options)
+    tiles = [(f"{label} = {v}", figs[tuple(v if n == first else start[n] for n in names)]) for v in shown]
+    n_states = len(figs)
+    note = (f"Online, the sliders ({', '.join(_plain(c.description or n) for n, c in controls.items())}) "
+            f"switch between this figure's {n_states} precomputed states; printed: {label} at "
+            f"{len(shown)} of its {len(controls[first].options)} values"
+            + (", the other sliders at their starting values." if len(names) > 1 else "."))
+    return printed.with_note(printed.small_multiples(tiles), note)
