@@ -7,7 +7,7 @@ paper's closed forms and noiseless dynamics (``scansnap.theory``), its metrics
 one machine: ``scansnap.distributed``). The book's chapter "Your own experiment" walks through
 the same steps as this quickstart (about 5 s on a laptop CPU)::
 
-    from scansnap import sequence_classes, train
+    from scansnap import sequence_classes, train, lr_grid
     from scansnap.experiments import read_results
 
     classes = sequence_classes(K=3, M=40, num_common=5, num_distinct=8)   # tokens 33-39 unused
@@ -19,11 +19,16 @@ the same steps as this quickstart (about 5 s on a laptop CPU)::
     pred = res.predict()                      # the theory, on this optimiser's clock (SGD, momentum 0.9)
     print(pred.t0_steps)                      # Theorem 4's t0, in steps of this optimiser
     cmp = pred.compare(res)                   # a row per run and class: the run against the prediction
-    print(cmp[["run", "class", "top_token", "predicted_top", "rank_correlation", "common_mass",
-               "predicted_common_mass"]].round(3).to_string())
+    print(cmp[["run", "class", "top_token", "predicted_winners", "top_as_predicted", "rank_correlation",
+               "common_mass", "predicted_common_mass"]].round(3).to_string())
     res.save("my-results")                    # CSVs + provenance record, written atomically
     back = read_results("my-results", paper=False)   # hashes checked; {file: {column: array}}
     print(back["train"]["distinct_entropy"])
+
+    # a grid: every eta_Z x ratio (eta_Y = ratio x eta_Z) x seed, as three (R,) arrays for train()
+    eta_y, eta_z, seeds = lr_grid(eta_z=[0.5, 2.0], ratio=[1, 10], seeds=[1, 2, 3])   # R = 12
+    grid = train(classes, eta_y=eta_y, eta_z=eta_z, seeds=seeds, steps=60)
+    print(grid.to_frame().groupby(["eta_z", "eta_y"])["distinct_entropy"].agg(["mean", "sem"]).round(3))
 
 The embedding transformer on the shipped WikiText-2 (``help(scansnap.lm)``)::
 
@@ -31,6 +36,11 @@ The embedding transformer on the shipped WikiText-2 (``help(scansnap.lm)``)::
     train_ids, valid_ids, vocab = wikitext_data()          # offline: the shipped text
     lm = train_lm(train_ids, len(vocab), steps=20, probe=valid_ids[:30], snapshot_steps=[0, 20])
     print(lm, lm.attention_entropy(0), lm.attention_entropy(20))   # nats: the maps sharpen
+
+The models are torch modules, importable from here and documented in ``help(scansnap.model)``:
+``scansnap.YZModel`` (the Y/Z model, batched over runs) and ``scansnap.EmbeddingTransformer``
+(the real-text transformer). They are left out of ``__all__`` so that ``help(scansnap)`` shows
+this package's API rather than torch.nn.Module's hundreds of inherited methods.
 """
 import os
 
@@ -46,6 +56,7 @@ from .train import train, lr_grid, TrainResult
 from . import book
 
 __version__ = "0.2.0"
+# What help(scansnap) documents. The torch modules YZModel and EmbeddingTransformer are importable
+# from here too but left out: pydoc would print every method they inherit from torch.nn.Module.
 __all__ = ["SequenceClasses", "make_classes", "sequence_classes", "syn_small", "syn_medium", "sample_tokens",
-           "sample_counts", "counts_from_tokens", "YZModel", "EmbeddingTransformer", "train",
-           "lr_grid", "TrainResult"]
+           "sample_counts", "counts_from_tokens", "train", "lr_grid", "TrainResult"]

@@ -88,6 +88,10 @@ _SWEEP = ("fig6", "fig11", "fig12")
 GRID_FIGURES = {"eta_z": _SWEEP, "ratio": _SWEEP, "num_last": _SWEEP,
                 "batch": ("fig4", "fig5") + _SWEEP, "T": ("fig4", "fig5") + _SWEEP}
 DISTRIBUTED = ("fig6", "fig7", "fig10", "fig11", "fig12")   # split over torchrun's ranks (scansnap.distributed)
+# What a figure's PNG shows when it is not its CSV's rows as they are (its record's "plotted")
+PLOTTED = {"fig6": "fig6.png: each point is the mean entropy over the seeds of its setting (num_last, eta_z, "
+                   "ratio), its bar one standard error of that mean (sample sd / sqrt(seeds)), not the seeds' "
+                   "spread; fig6.csv: one row per run, the numbers the means and errors are taken from"}
 
 
 def _grid_for(fig: str, grid: dict) -> dict:
@@ -368,7 +372,8 @@ def main(argv=None):
     r = sub.add_parser("reproduce", help="re-run one figure of the paper and write its PNG and CSV")
     r.add_argument("figure", nargs="+", choices=FIGURES + EXTRAS + ("all",),
                    help="which figures ('all': every figure of the paper; 'freeze': the longer Fig. 7 run); "
-                        "several share the Syn-Medium sweep")
+                        "several share the Syn-Medium sweep. fig6.png shows the mean over seeds "
+                        "± one standard error of the mean (fig6.csv: a row per run)")
     r.add_argument("--out", type=Path, required=True,
                    help="output folder (created if missing); each figure's CSV, PNG and provenance "
                         "record (<figure>.provenance.json) are replaced together")
@@ -462,10 +467,11 @@ def main(argv=None):
                 notes = [f"{w.category.__name__}: {w.message}" for w in caught]
                 for note in notes:
                     print(f"{fig}: {note}", file=sys.stderr, flush=True)
-                rec = provenance.record(fig, stage, files,
-                                        provenance.settings_for(fig, a.steps, a.seeds, data, _grid_for(fig, grid)),
+                settings = provenance.settings_for(fig, a.steps, a.seeds, data, _grid_for(fig, grid))
+                rec = provenance.record(fig, stage, files, settings,
                                         data_record if fig in LM_FIGURES else None, env,
-                                        time.perf_counter() - t0, notes, argv)
+                                        time.perf_counter() - t0, notes + provenance.paper_notes(fig, settings), argv)
+                rec.update({"plotted": PLOTTED[fig]} if fig in PLOTTED else {})
                 names = provenance.commit(stage, out, fig, rec)
             where = f" ({world.size} ranks, {world.backend})" if world is not None else ""
             print(f"{fig}: wrote {', '.join(str(out / f) for f in names)} in {time.perf_counter() - t0:.1f} s "

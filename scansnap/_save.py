@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import re
-import time
 from pathlib import Path
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -22,22 +21,29 @@ def write_csv(path, header, rows):
         w.writerows(rows)
 
 
-def save_set(folder, name: str, tables: dict, settings: dict, device: str, what: str) -> list[Path]:
+def save_set(folder, name: str, tables: dict, settings: dict, device: str, what: str,
+             seconds: float | None = None, what_seconds: str = "") -> list[Path]:
     """Write ``tables`` ({file stem: (header, rows)}) as CSVs in ``folder`` together with
     ``<name>.provenance.json``: staged, then moved into place as one set (an interrupt leaves
-    the previous set or this one). Returns the paths written."""
+    the previous set or this one). Returns the paths written.
+
+    ``seconds``: how long the result took to make (the training), recorded as the record's
+    ``seconds`` (as the command line records a figure's run time), with a note saying what it
+    timed; None (not known: a result made by hand) records null and says so."""
     from . import provenance
     if not isinstance(name, str) or not _NAME.match(name) or name.endswith(provenance.SUFFIX):
         raise ValueError(f"name must be a plain file stem (letters, digits, '_', '-', '.'), got {name!r}")
     out = provenance.check_out_dir(folder)
-    t0 = time.perf_counter()
     with provenance.staged(out, name) as stage:
         files = []
         for stem, (header, rows) in tables.items():
             write_csv(stage / f"{stem}.csv", header, rows)
             files.append(f"{stem}.csv")
+        note = (f"seconds: {what_seconds or 'the time it took to make'} (not the time to save)"
+                if seconds is not None else "seconds: not known (the result does not carry its training time)")
         rec = provenance.record(name, stage, files, settings, None, provenance.environment(device),
-                                time.perf_counter() - t0, (), [])
+                                0.0 if seconds is None else seconds, [note], [])
         rec["command"] = f"python: {what}"
+        rec["seconds"] = None if seconds is None else round(float(seconds), 3)   # a small run takes < 0.05 s
         names = provenance.commit(stage, out, name, rec)
     return [out / n for n in names]

@@ -55,7 +55,11 @@ class SequenceClasses:
         bad = np.flatnonzero(np.abs(sums - 1.0) > _SUM_TOL)
         if bad.size:
             n = bad[0]
-            raise ValueError(f"P(. | class {n}) sums to {float(sums[n])!r}, not 1")
+            hint = ""
+            if K > 1 and np.allclose(probs.sum(axis=0), 1.0, atol=_SUM_TOL):
+                hint = f"; its columns sum to 1: transposed? pass probs.T, a ({M}, {K}) table"
+            raise ValueError(f"P(. | class {n}) sums to {float(sums[n])!r}, not 1: probs is read as a (K, M) table, "
+                             f"one row per class, here K={K} classes over M={M} tokens{hint}")
         query = _token_ids("query token", self.query, K, M)
         nxt = _token_ids("next token", self.next_token, K, M)
         seen: dict[int, int] = {}
@@ -75,6 +79,12 @@ class SequenceClasses:
         for a in (probs, query, nxt):
             a.setflags(write=False)
         _warn_layout(probs, query, nxt)
+
+    def layout_issue(self) -> str | None:
+        """None in the paper's layout; else, in words, the first query or next token that is also
+        a contextual token (the :class:`ClassLayoutWarning` given when the classes were made,
+        which ``scansnap.theory.predict`` repeats and records in its Prediction)."""
+        return _layout_issue(self.probs, self.query, self.next_token)
 
     @property
     def K(self) -> int:
@@ -147,19 +157,24 @@ class SequenceClasses:
         return np.array(out)
 
 
-def _warn_layout(probs, query, nxt):
-    """A ClassLayoutWarning naming the first query or next token that is also contextual."""
-    import warnings
+def _layout_issue(probs, query, nxt) -> str | None:
+    """The first query or next token that is also contextual, in words (None if there is none)."""
     for what, ids in (("query", query), ("next", nxt)):
         for n, t in enumerate(ids):
             owners = np.flatnonzero(probs[:, t] > 0)
             if owners.size:
-                warnings.warn(
-                    f"class {n}'s {what} token {int(t)} is also a contextual token of class {int(owners[0])} "
-                    f"(P({int(t)} | class {int(owners[0])}) = {probs[owners[0], t]:.3g}): the paper keeps the "
-                    "context, query and next tokens apart (Sec. 3.2), and its theory assumes it",
-                    ClassLayoutWarning, stacklevel=4)
-                return
+                return (f"class {n}'s {what} token {int(t)} is also a contextual token of class {int(owners[0])} "
+                        f"(P({int(t)} | class {int(owners[0])}) = {probs[owners[0], t]:.3g}): the paper keeps the "
+                        "context, query and next tokens apart (Sec. 3.2), and its theory assumes it")
+    return None
+
+
+def _warn_layout(probs, query, nxt):
+    """A ClassLayoutWarning naming the first query or next token that is also contextual."""
+    import warnings
+    issue = _layout_issue(probs, query, nxt)
+    if issue is not None:
+        warnings.warn(issue, ClassLayoutWarning, stacklevel=4)
 
 
 def _token_ids(what: str, ids, K: int, M: int) -> np.ndarray:

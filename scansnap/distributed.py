@@ -23,8 +23,11 @@ every rank stops with one line naming the rank and the error, before anything is
 ``--out`` keeps its previous set. A rank that dies outright (killed, out of memory) is noticed
 by torchrun, which stops the others, again before rank 0 commits.
 
-On CPUs the rows are equal, bit for bit, to one process's run of the same command (tested in
-``tests/test_distributed.py`` with 2 ranks), provided the machines compute alike (the same
+On CPUs the rows are equal, bit for bit, to one process's run of the same command, however the
+units divide among the ranks: a run's arithmetic does not depend on which runs share its
+tensors (``SupportYZ.sgd_step`` keeps the fused SGD kernel's scalar tail, which rounds
+differently, off every run). Tested in ``tests/test_distributed.py`` with 2 ranks, seeds split
+evenly and unevenly; provided the machines compute alike (the same
 CPU kind: a run's sums are done in the same order, but another instruction set rounds
 differently, and Fig. 10's runs are chaotic). See bench/RESULTS.md, "Beyond one machine", for
 a multi-node (SLURM) example.

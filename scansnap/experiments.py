@@ -40,9 +40,12 @@ def syn_medium_sweep(num_last=FIG6["num_last"], eta_z=FIG6["eta_z"], ratio=FIG6[
     kw.update(overrides)
     ey, ez, sd = lr_grid(eta_z, ratio, seeds)
     out = {}
-    bar = tqdm(total=len(num_last) * kw["steps"], disable=not progress, desc="Syn-Medium sweep",
-               unit="step")
-    for nl in num_last:
+    # one tick per training step of one vocabulary: the bar's total is vocabularies x steps
+    bar = tqdm(total=len(num_last) * kw["steps"], disable=not progress, unit="step",
+               desc=f"Syn-Medium sweep, {len(num_last)} vocabularies x {kw['steps']} steps")
+    for i, nl in enumerate(num_last):
+        bar.set_postfix_str(f"num_last={nl} ({i + 1} of {len(num_last)}), {len(sd)} run{'s' * (len(sd) != 1)}",
+                            refresh=False)
         classes = syn_medium(nl)
         path = kw.get("path") or "support"
         out[nl] = (classes, train(classes, eta_y=ey, eta_z=ez, seeds=sd, device=device, progress=bar,
@@ -368,13 +371,16 @@ def read_results(folder, paper: bool = True) -> dict:
 
 # Columns that hold whole numbers by definition: load_csv returns them as int64 (the rest float64).
 INTEGER_COLUMNS = frozenset({"seed", "num_last", "step", "iteration", "layers", "query", "key", "token",
-                             "M", "run", "class", "next_token", "top_token", "predicted_top", "diverged"})
+                             "M", "run", "class", "next_token", "top_token", "predicted_top"})
+# Columns that hold yes/no (written 0/1, as pandas writes booleans as numbers): load_csv returns bools.
+BOOL_COLUMNS = frozenset({"diverged", "tied", "top_as_predicted"})
 
 
 def load_csv(path) -> dict:
     """A CSV written by ``python -m scansnap reproduce`` as {column: numpy array}: the columns of
     :data:`INTEGER_COLUMNS` (seed, step, token, ...) as int64 when every value is a whole
-    number, the others as float64. Checks nothing about where the file came from: use
+    number, those of :data:`BOOL_COLUMNS` (diverged, ...) as bool when every value is 0 or 1,
+    the others as float64. Checks nothing about where the file came from: use
     :func:`read_results` for that."""
     import csv
     with open(path, newline="") as fh:
@@ -396,10 +402,13 @@ def load_csv(path) -> dict:
 
 
 def _integer_columns(table: dict) -> dict:
-    """The columns of INTEGER_COLUMNS as int64 where every value is a whole number."""
+    """The columns of INTEGER_COLUMNS as int64 where every value is a whole number, and those of
+    BOOL_COLUMNS as bool where every value is 0 or 1."""
     for k, v in table.items():
         if k in INTEGER_COLUMNS and np.all(np.isfinite(v)) and np.all(v == np.round(v)) and np.all(np.abs(v) < 2 ** 53):
             table[k] = v.astype(np.int64)
+        elif k in BOOL_COLUMNS and np.all((v == 0) | (v == 1)):
+            table[k] = v == 1
     return table
 
 

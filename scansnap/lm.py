@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,15 +64,18 @@ class LMResult:
       dropped. Row i of a map is query position i; it is causal (zero above the diagonal).
     - ``model``: the trained :class:`~scansnap.model.EmbeddingTransformer` (on its device).
     - ``config``: layers, heads, lr, steps, seed, batch, bptt, clip, dropout.
+    - ``seconds``: the wall time :func:`train_lm` took (what :meth:`save` records), or None.
 
     Methods: :meth:`attention` one map as a (T, T) array; :meth:`attention_entropy` its mean
-    row entropy (Fig. 10's measure); :meth:`to_frame` a pandas DataFrame (step, loss, and the
-    entropy at each snapshot); :meth:`save` a CSV + provenance set, as the command line writes.
+    row entropy (Fig. 10's measure); :meth:`to_frame` a pandas DataFrame (a row per step, 0 to
+    steps: loss and every layer's entropy at the snapshots; or a row per snapshot); :meth:`save`
+    a CSV + provenance set, as the command line writes.
     """
     loss: np.ndarray                                   # (steps,) training loss per step
     snapshots: dict = field(default_factory=dict)      # step -> [per layer (heads, T, T)] on the probe
     model: object = None
     config: dict = field(default_factory=dict)
+    seconds: float | None = None                       # train_lm's wall time
 
     def __repr__(self):
         c = self.config
@@ -103,16 +107,29 @@ class LMResult:
         self.attention(step, layer)
         return attention_entropy(self.snapshots[step][layer].numpy(), what=f"the attention at step {step}")
 
-    def to_frame(self):
-        """A pandas DataFrame, one row per step: ``step``, ``loss`` and, at the snapshot steps, the
-        lowest layer's ``entropy`` on the probe (NaN elsewhere)."""
+    def to_frame(self, per: str = "step"):
+        """A pandas DataFrame. ``per="step"`` (default): one row per step s = 0, ..., steps:
+        ``step``; ``loss``, the batch loss before update s (NaN at s = steps: no batch follows
+        the last update); and for every layer L, ``entropy_layerL``, the mean row entropy of its
+        maps on the probe after s updates (:meth:`attention_entropy`) at the snapshot steps, NaN
+        elsewhere. So the final snapshot (s = steps) has its row, and a 3-layer model three
+        entropy columns. ``per="snapshot"``: only the snapshot steps, with those entropy columns
+        (no loss column, so ``dropna()`` keeps every snapshot)."""
         import pandas as pd
-        steps = np.arange(len(self.loss))
-        ent = np.full(len(self.loss), np.nan)
-        for s in self.snapshots:
-            if s < len(self.loss):
-                ent[s] = self.attention_entropy(s)
-        return pd.DataFrame({"step": steps, "loss": self.loss, "entropy": ent})
+        if per not in ("step", "snapshot"):
+            raise ValueError(f"per must be 'step' or 'snapshot', got {per!r}")
+        n = len(self.loss)
+        layers = max((len(m) for m in self.snapshots.values()), default=0)
+        frame = {"step": np.arange(n + 1), "loss": np.append(self.loss, np.nan)}
+        for L in range(layers):
+            ent = np.full(n + 1, np.nan)
+            for s in self.snapshots:
+                ent[s] = self.attention_entropy(s, layer=L)
+            frame[f"entropy_layer{L}"] = ent
+        df = pd.DataFrame(frame)
+        if per == "snapshot":
+            df = df.loc[sorted(self.snapshots)].drop(columns="loss").reset_index(drop=True)
+        return df
 
     def save(self, folder, name: str = "lm") -> list:
         """Write this run as a result set in ``folder``, atomically, with its provenance record (as
@@ -131,7 +148,8 @@ class LMResult:
         dev = str(next(self.model.parameters()).device) if self.model is not None else "cpu"
         return save_set(folder, name, {f"{name}_loss": (["step", "loss"], loss),
                                        f"{name}_attention": (["step", "layer", "head", "query", "key", "attention"], att)},
-                        dict(self.config, snapshots=sorted(self.snapshots)), dev, f"LMResult.save({name!r})")
+                        dict(self.config, snapshots=sorted(self.snapshots)), dev, f"LMResult.save({name!r})",
+                        seconds=self.seconds, what_seconds="train_lm's wall time")
 
 
 def _check(train_ids, vocab_size, steps, batch, bptt, clip, probe, snapshot_steps):
@@ -210,9 +228,13 @@ def train_lm(train_ids: torch.Tensor, vocab_size: int, *, layers: int = 1, heads
     drops = [m for m in model.modules() if isinstance(m, Dropout)]
     for m in drops:
         m.generator = gen
+    t_start = time.perf_counter()
     try:
-        return _train_lm(model, train_ids, vocab_size, dev, lr=lr, steps=steps, batch=batch, bptt=bptt, clip=clip,
-                         seed=seed, probe=probe, snaps=snaps, progress=progress, stop=stop)
+        res = _train_lm(model, train_ids, vocab_size, dev, lr=lr, steps=steps, batch=batch, bptt=bptt, clip=clip,
+                        seed=seed, probe=probe, snaps=snaps, progress=progress, stop=stop)
+        if res is not None:
+            res.seconds = time.perf_counter() - t_start
+        return res
     finally:
         for m in drops:
             m.generator = None

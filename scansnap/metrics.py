@@ -18,7 +18,7 @@ _SUM_TOL = 1e-3   # attention rows sum to 1; maps read back from a CSV carry 6 d
 def _entropy(p, axis=-1):
     p = np.asarray(p, float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return -np.sum(np.where(p > 0, p * np.log(p), 0.0), axis=axis)
+        return 0.0 - np.sum(np.where(p > 0, p * np.log(p), 0.0), axis=axis)   # 0 - 0 is +0, never "-0"
 
 
 def _check_Z(classes: SequenceClasses, Z, what: str) -> np.ndarray:
@@ -113,7 +113,7 @@ def _restricted_entropy(loga: np.ndarray, mask: np.ndarray) -> np.ndarray:
     w = np.exp(a - m)
     p = w / w.sum(axis=-1, keepdims=True)
     logp = a - m - np.log(w.sum(axis=-1, keepdims=True))
-    return -np.sum(np.where(mask, p * np.where(mask, logp, 0.0), 0.0), axis=-1)
+    return 0.0 - np.sum(np.where(mask, p * np.where(mask, logp, 0.0), 0.0), axis=-1)   # +0, never -0
 
 
 def class_entropy(classes: SequenceClasses, Z, over: str = "distinct", what: str = "Z") -> np.ndarray:

@@ -355,6 +355,13 @@ class EmbeddingTransformer(nn.Module):
 # ---------------------------------------------------------------------------------------
 
 _FUSED_SGD = getattr(torch, "_fused_sgd_", None)   # m = momentum m + g (g on the first step), p -= lr m
+# torch's CPU kernels run a SIMD loop over whole vectors and a scalar loop over the last
+# numel % width elements, and the compiler may fuse that scalar loop's a * b + c into one FMA
+# (one rounding instead of two). Which elements fall in that tail depends on how many runs are
+# in the tensor, so a run's last bits would depend on the runs trained beside it (a torchrun
+# rank's share, a thread's set). Fused kernels therefore only see a prefix of whole vectors:
+# 64 elements is a multiple of every vector width (AVX2, AVX-512, NEON) and cache-line unit.
+_VEC_ALIGN = 64
 
 
 def _rowdot(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -516,20 +523,45 @@ class SupportYZ:
         m = momentum m + g, p -= eta m with m scaled by eta. On the largest sweeps this step is
         memory-bound: torch's fused SGD kernel (the one ``torch.optim.SGD(fused=True)`` calls;
         building that optimizer imports torch._dynamo, 0.8 s) makes it one pass over the rows
-        that move, 1.35x faster than two; where that kernel is missing, two passes."""
+        that move, 1.35x faster than two; where that kernel is missing, two passes.
+
+        Every element is rounded the same way wherever it lies in the (R, ...) stacks: the fused
+        kernel gets the longest prefix of whole SIMD vectors (its scalar tail may fuse a multiply
+        and an add, see ``_VEC_ALIGN``) and the rest takes the two passes, which round like the
+        kernel's vectors (m * momentum, then + g; then p - m). So a run's numbers do not depend
+        on which runs share its tensors: the runs split over threads (``train(workers=)``) or
+        over torchrun's ranks give the same bits as one batch (``tests/test_fast_paths.py``)."""
         params = [self.Ys, self.Yo, self.Za]
         first = not buffers
         if first:
             buffers.extend(torch.zeros_like(p) for p in params)
-        if momentum and _FUSED_SGD is not None and self.Yo.device.type == "cpu":
-            _FUSED_SGD(params, [p.grad for p in params], buffers, weight_decay=0.0, momentum=momentum, lr=1.0,
-                       dampening=0.0, nesterov=False, maximize=False, is_first_step=first)
+        grads = [p.grad for p in params]
+        if not (momentum and _FUSED_SGD is not None and self.Yo.device.type == "cpu"):
+            for p, g, m in zip(params, grads, buffers):
+                if momentum:
+                    p.sub_(m.copy_(g) if first else m.mul_(momentum).add_(g))
+                else:
+                    p.sub_(g)
             return
-        for p, m in zip(params, buffers):
-            if momentum:
-                p.sub_(torch.add(p.grad, m, alpha=momentum, out=m))
+        # the parameters' and buffers' whole-vector heads and short tails, as views made once
+        if getattr(self, "_split", None) is None or self._split[0] is not buffers:
+            ends = [p.numel() - p.numel() % _VEC_ALIGN for p in params]
+            self._split = (buffers, ends, [p.view(-1)[:n] for p, n in zip(params, ends)],
+                           [m.view(-1)[:n] for m, n in zip(buffers, ends)],
+                           [(p.view(-1)[n:], m.view(-1)[n:], i) for i, (p, m, n) in enumerate(zip(params, buffers, ends))
+                            if n < p.numel()])
+        _, ends, p_heads, m_heads, tails = self._split
+        _FUSED_SGD(p_heads, [g.view(-1)[:n] for g, n in zip(grads, ends)], m_heads, weight_decay=0.0,
+                   momentum=momentum, lr=1.0, dampening=0.0, nesterov=False, maximize=False, is_first_step=first)
+        if tails:   # a few elements each: one foreach call per pass (exactly rounded, as the vectors)
+            pt, mt = [t[0] for t in tails], [t[1] for t in tails]
+            gt = [grads[i].view(-1)[ends[i]:] for _, _, i in tails]
+            if first:
+                torch._foreach_copy_(mt, gt)
             else:
-                p.sub_(p.grad)
+                torch._foreach_mul_(mt, momentum)
+                torch._foreach_add_(mt, gt)
+            torch._foreach_sub_(pt, mt)
 
 
 def _class_bags(classes: torch.Tensor, K: int, o: int):

@@ -343,10 +343,13 @@ def entropy_sweep(num_last, eta_z, ratio, entropy) -> Figure:
     """The paper's Fig. 6: mean +- standard error (over seeds) of the distinct-token entropy vs eta_Y/eta_Z,
     one panel per vocabulary (#last/next tokens), two panels per row, one shared legend.
 
-    Arguments are flat arrays, one entry per run (seeds are the repeats of a setting).
+    Arguments are flat arrays, one entry per run (seeds are the repeats of a setting). The
+    legend's title says what the points and bars are: the mean over the seeds of a setting
+    and one standard error of that mean (sample sd / sqrt(seeds)), not the seeds' spread.
     """
     num_last, eta_z, ratio, entropy = (np.asarray(a) for a in (num_last, eta_z, ratio, entropy))
     panels = sorted(set(num_last.tolist()))
+    _, repeats = np.unique(np.stack([num_last, eta_z, ratio]), axis=1, return_counts=True)
     fig, axes = _panel_grid(len(panels))
     for ax, nl in zip(axes.flat, panels):
         for i, ez in enumerate(sorted(set(eta_z.tolist()))):
@@ -364,8 +367,15 @@ def entropy_sweep(num_last, eta_z, ratio, entropy) -> Figure:
     fig.supxlabel(r"$\eta_Y/\eta_Z$")
     fig.supylabel(r"average entropy of $c_n$ on distinct tokens")
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncols=len(labels))
+    n = int(repeats.min()) if repeats.size else 0
+    seeds = (f"{n} seeds" if repeats.min() == repeats.max() else f"{repeats.min()}-{repeats.max()} seeds")
+    fig.legend(handles, labels, loc="outside upper center", ncols=len(labels),
+               title=SWEEP_BARS.format(seeds=seeds) if repeats.max() > 1 else "one seed (no error bars)")
     return fig
+
+
+# What Fig. 6's points and bars are, in the figure, the command line's help and the record
+SWEEP_BARS = "mean ± standard error over {seeds}"
 
 
 @_styled

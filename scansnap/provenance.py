@@ -229,18 +229,47 @@ def verify(path, records: dict) -> dict:
     if digest != rec["files"][path.name]:
         raise ValueError(f"{path} is not the file its provenance ({rec['figure']}{SUFFIX}) describes "
                          f"(sha256 {digest[:12]}..., recorded {rec['files'][path.name][:12]}...): a mixed "
-                         f"or edited set; regenerate with `python -m scansnap reproduce {rec['figure']}`")
+                         f"or edited set; {remake(rec)}")
     return rec
+
+
+def remake(rec: dict) -> str:
+    """How to make a record's set again, in words: the command it records (your own grid's
+    flags, or the Python call that saved it), not the paper's default."""
+    cmd = rec.get("command")
+    if isinstance(cmd, str) and cmd.startswith("python: "):
+        return f"re-run the code that saved it ({cmd[len('python: '):]})"
+    if isinstance(cmd, str) and cmd.strip():
+        size = rec.get("world_size", 1)
+        where = f" (it ran under torchrun, {size} processes)" if isinstance(size, int) and size > 1 else ""
+        return f"regenerate with the command that made it{where}: `{cmd}`"
+    return f"regenerate with `python -m scansnap reproduce {rec.get('figure', '<figure>')}`"
+
+
+def differences(figure: str, settings: dict) -> list[str]:
+    """Each setting of ``settings`` that is not the paper's for ``figure``, as
+    ``"steps=50 (the paper's: 100)"``; empty for the paper's settings."""
+    want = settings_for(figure)
+    return [f"{k}={settings.get(k)!r} (the paper's: {want.get(k)!r})"
+            for k in sorted(set(settings) | set(want)) if settings.get(k) != want.get(k)]
+
+
+def paper_notes(figure: str, settings: dict) -> list[str]:
+    """The record's note, in words, when a figure was not made with the paper's settings."""
+    diff = differences(figure, settings)
+    if not diff:
+        return []
+    return [f"not the paper's settings: {', '.join(diff)}. These numbers are not the paper's: the book "
+            "(experiments.book_results, read_results(folder)) refuses them; read them with "
+            "read_results(folder, paper=False)"]
 
 
 def check_settings(path, rec: dict) -> None:
     """ValueError unless ``rec`` (the record of ``path``) was made with the paper's settings."""
     figure = rec["figure"]
-    want = settings_for(figure)
     got = rec["settings"]
-    if got != want:
-        diff = ", ".join(f"{k}={got.get(k)!r} (the paper's: {want.get(k)!r})"
-                         for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k))
+    if got != settings_for(figure):
+        diff = ", ".join(differences(figure, got))
         raise ValueError(f"{path} was not made with the paper's settings: {diff}. The book quotes the "
                          f"paper's; regenerate with `python -m scansnap reproduce {figure} --out <folder>` "
                          "with no --steps, --seeds, --data or grid flags (--eta-z, --ratio, --num-last, --batch, --T)")

@@ -7,7 +7,9 @@ parameter by +eta dJ/dtheta.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import textwrap
+import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.integrate import solve_ivp
@@ -15,7 +17,7 @@ from scipy.optimize import brentq
 from scipy.special import wrightomega as _wrightomega   # private: help(scansnap.theory) would print scipy's docstring
 
 from ._validate import finite, integer, positive, positive_int, unit_interval
-from .data import SequenceClasses
+from .data import ClassLayoutWarning, SequenceClasses
 
 
 def _softmax(x, axis=-1):
@@ -750,12 +752,17 @@ class Prediction:
       (:func:`momentum_clock_steps`); equal to ``t0`` for momentum 0. Compare runs with this one.
     - ``ranking``: list of K arrays: class n's distinct tokens G_DT(n), the one predicted to get
       the most attention first. Theorem 3: the relative gain r_{l/l'|n} grows when
-      f_nl(0) > f_nl'(0), so from Z = 0 the order is that of P(l|n) (ties: ``ties[n]``).
+      f_nl(0) > f_nl'(0), so from Z = 0 the order is that of P(l|n). Tokens of equal P(l|n)
+      are tied: the theory does not order them (listed by token id). ``ties[n]``: whether
+      class n has any tie; ``winners[n]``: the tokens tied for first (one token, or several).
     - ``attention``: (R, K, M) c_n (Eq. 5) after ``steps`` steps of the noiseless dynamics
       (:func:`population_sgd`: T -> infinity, infinite batch, the same optimiser).
     - ``loss``: (R, steps) that dynamics' expected loss before each step (``loss[:, 0]`` = ln M).
     - ``snapshots``: {step: (R, K, M)} c_n at the steps asked for; ``Z``, ``Z_snapshots``: the
       noiseless Z, (R, M, M), at the end and at those steps.
+    - ``layout``: None when the classes keep the query and next tokens out of every context, as
+      the theory assumes (Sec. 3.2); else, in words, the token that breaks it (:func:`predict`
+      then warns, and so does :meth:`compare`: the prediction is outside the theory).
 
     Methods: :meth:`class_entropy`, :meth:`common_mass` (as ``scansnap.metrics``, per class),
     :meth:`to_frame` (a pandas DataFrame, one row per run and class), :meth:`compare` (a run
@@ -775,18 +782,22 @@ class Prediction:
     snapshots: dict
     Z: np.ndarray
     Z_snapshots: dict
+    winners: list = field(default_factory=list)
+    layout: str | None = None
 
     def __repr__(self):
         from .train import _short
         R, K, M = self.attention.shape
-        wins = ", ".join(f"{n}: {int(r[0])}" for n, r in enumerate(self.ranking[:6])) + (", ..." if K > 6 else "")
+        wins = ", ".join(f"{n}: {_tokens(w)}" for n, w in enumerate(self.winners[:6])) + (", ..." if K > 6 else "")
+        outside = ([] if self.layout is None else
+                   textwrap.wrap("outside the theory: " + self.layout, 78, initial_indent="  ", subsequent_indent="    "))
         return "\n".join([
             f"Prediction: {R} run{'s' * (R != 1)}, K={K}, M={M}, {self.steps} steps of SGD with momentum {self.momentum:g}",
             f"  t0 in its steps {_short(np.unique(np.round(self.t0_steps, 2)))}; "
             f"in plain-SGD steps {_short(np.unique(np.round(self.t0, 2)))}",
             f"  winners (class: token) {wins}",
             f"  attention {tuple(self.attention.shape)}; loss {tuple(self.loss.shape)}",
-            f"  snapshots {{step: c_n}} at {_short(sorted(self.snapshots), 'steps')}"])
+            f"  snapshots {{step: c_n}} at {_short(sorted(self.snapshots), 'steps')}"] + outside)
 
     def Z_at(self, step=None) -> np.ndarray:
         """(R, M, M): the noiseless Z after ``step`` steps (None: ``steps``; else a snapshot step)."""
@@ -811,7 +822,9 @@ class Prediction:
 
     def to_frame(self):
         """A pandas DataFrame, one row per (run, class): rates, t0 on both clocks, the predicted
-        top distinct token, the entropies and the common-token mass after ``steps`` steps."""
+        top distinct token (``top_token``: the first of ``ranking``; ``winners``: every token
+        tied for first, ``tied``: more than one), the entropies and the common-token mass after
+        ``steps`` steps."""
         import pandas as pd
         R, K = len(self.eta_y), self.classes.K
         ent, sup, com = self.class_entropy(), self.class_entropy("support"), self.common_mass()
@@ -820,15 +833,30 @@ class Prediction:
             "eta_y": np.repeat(self.eta_y, K), "eta_z": np.repeat(self.eta_z, K),
             "t0": np.repeat(self.t0, K), "t0_steps": np.repeat(self.t0_steps, K),
             "top_token": np.tile([int(r[0]) for r in self.ranking], R),
-            "distinct_entropy": ent.ravel(), "support_entropy": sup.ravel(), "common_mass": com.ravel()})
+            "winners": [tuple(int(t) for t in self.winners[n]) for _ in range(R) for n in range(K)],
+            "tied": np.tile([len(w) > 1 for w in self.winners], R),
+            "distinct_entropy": ent.ravel() + 0.0, "support_entropy": sup.ravel() + 0.0, "common_mass": com.ravel()})
 
     def compare(self, result, step=None):
-        """A run against the prediction: a pandas DataFrame, one row per (run, class), with the
-        observed and predicted top distinct token, Spearman's rank correlation between the
-        observed c_n on G_DT(n) and the predicted ranking (1: the same order), and the observed
-        and predicted distinct-token entropy and common-token mass. ``result``: the
-        ``TrainResult`` the prediction was made for (same runs); ``step``: one of its snapshot
-        steps (default: the end, which must be this prediction's ``steps``)."""
+        """A run against the prediction: a pandas DataFrame, one row per (run, class).
+
+        ``result``: the ``TrainResult`` the prediction was made for (the same runs). ``step``:
+        where to compare, None for the end (the result's and the prediction's last step must be
+        the same) or a step both have: one of the prediction's snapshot steps (or its ``steps``)
+        and one of the result's (or its last step).
+
+        Columns: the run's rates and seed, ``step``, ``t0_steps``; ``top_token``, the distinct
+        token with the most observed attention; ``predicted_winners``, the tokens Theorem 3 ties
+        for first (equal P(l|n)), ``tied`` (more than one), ``top_as_predicted`` (``top_token``
+        is one of them) and ``predicted_top`` (the first of them); ``rank_correlation``,
+        Spearman's rank correlation between the observed c_n on G_DT(n) and Theorem 3's ranking,
+        counting only the order the theory makes: the observed ranks are averaged within each
+        group of tied tokens, so 1 means every predicted order holds (NaN where the theory
+        orders nothing: fewer than two distinct tokens, or all tied); the observed and predicted
+        distinct-token entropy and common-token mass.
+
+        Classes outside the theory's layout (``layout``) are compared too, with a
+        ClassLayoutWarning."""
         import pandas as pd
         from scipy.stats import rankdata
 
@@ -839,11 +867,23 @@ class Prediction:
                                                          and np.allclose(result.eta_z, self.eta_z)):
             raise ValueError("the result's runs (eta_y, eta_z) are not the prediction's: "
                              "predict with result.predict() or the same rates")
-        Z = result.Z_at(step)
-        at = result.config["steps"] if step is None else step
-        if at != self.steps:
-            raise ValueError(f"the result is at step {at}, the prediction at step {self.steps}: "
-                             "predict for the same number of steps")
+        last = result.config["steps"]
+        have = sorted(set(self.Z_snapshots) | {self.steps})
+        if step is None:
+            if last != self.steps:
+                raise ValueError(f"the result ends at step {last}, the prediction at step {self.steps}: predict "
+                                 f"for the same number of steps, or compare at a step both have (step=; the "
+                                 f"prediction has {have})")
+            Z, predicted = result.Z, self.Z
+        else:
+            if step not in have:
+                raise ValueError(f"the prediction has no step {step!r}: it has {have} "
+                                 "(predict(..., snapshot_steps=[...]) or result.predict() keeps more)")
+            Z = result.Z if step == last and step not in result.snapshots else result.Z_at(step)
+            predicted = self.Z_at(step)
+        if self.layout is not None:
+            warnings.warn(f"compare: {self.layout}; the prediction is outside the theory's assumptions",
+                          ClassLayoutWarning, stacklevel=2)
         Z = Z.double().numpy()
         c = attention_limit_all(self.classes, Z)
         R, K = len(self.eta_y), self.classes.K
@@ -851,27 +891,40 @@ class Prediction:
         observed_top = np.empty((R, K), int)
         for n in range(K):
             toks = self.ranking[n]
-            pred_rank = rankdata(-self.classes.probs[n, toks])                  # 1 = most attention
+            p = self.classes.probs[n, toks]
+            pred_rank = rankdata(-p)                                            # 1 = most attention; ties averaged
             obs = c[:, n, toks]
             observed_top[:, n] = toks[np.argmax(obs, axis=1)]
             obs_rank = rankdata(-obs, axis=1)
-            if len(toks) < 2:
-                rho[:, n] = np.nan
-                continue
+            for v in np.unique(p):                 # inside a tied group the theory says nothing: average it out
+                g = p == v
+                if g.sum() > 1:
+                    obs_rank[:, g] = obs_rank[:, g].mean(axis=1, keepdims=True)
             a = obs_rank - obs_rank.mean(1, keepdims=True)
             b = pred_rank - pred_rank.mean()
             denom = np.sqrt((a ** 2).sum(1) * (b ** 2).sum())
             rho[:, n] = np.where(denom > 0, (a * b).sum(1) / np.where(denom > 0, denom, 1), np.nan)
+        winners = [tuple(int(t) for t in w) for w in self.winners]
+        top_ok = np.array([[observed_top[r, n] in winners[n] for n in range(K)] for r in range(R)])
+        at = self.steps if step is None else step
         return pd.DataFrame({
             "run": np.repeat(np.arange(R), K), "class": np.tile(np.arange(K), R),
             "eta_y": np.repeat(self.eta_y, K), "eta_z": np.repeat(self.eta_z, K),
-            "seed": np.repeat(np.asarray(result.seed), K), "t0_steps": np.repeat(self.t0_steps, K),
-            "top_token": observed_top.ravel(), "predicted_top": np.tile([int(r[0]) for r in self.ranking], R),
+            "seed": np.repeat(np.asarray(result.seed), K), "step": np.full(R * K, at),
+            "t0_steps": np.repeat(self.t0_steps, K),
+            "top_token": observed_top.ravel(), "predicted_winners": [winners[n] for _ in range(R) for n in range(K)],
+            "tied": np.tile([len(w) > 1 for w in winners], R), "top_as_predicted": top_ok.ravel(),
+            "predicted_top": np.tile([w[0] for w in winners], R),
             "rank_correlation": rho.ravel(),
-            "distinct_entropy": class_entropy(self.classes, Z).ravel(),
-            "predicted_distinct_entropy": self.class_entropy().ravel(),
+            "distinct_entropy": class_entropy(self.classes, Z).ravel() + 0.0,
+            "predicted_distinct_entropy": class_entropy(self.classes, predicted).ravel() + 0.0,
             "common_mass": common_mass(self.classes, Z).ravel(),
-            "predicted_common_mass": self.common_mass().ravel()})
+            "predicted_common_mass": common_mass(self.classes, predicted).ravel()})
+
+
+def _tokens(w) -> str:
+    """A winner set as text: ``19``, or ``11=12`` for tokens the theory ties."""
+    return "=".join(str(int(t)) for t in w)
 
 
 def predict(classes: SequenceClasses, eta_y=1.0, eta_z=1.0, steps: int = 100, momentum: float = 0.9,
@@ -895,6 +948,9 @@ def predict(classes: SequenceClasses, eta_y=1.0, eta_z=1.0, steps: int = 100, mo
     momentum = unit_interval("momentum", momentum)
     ey, ez = np.atleast_1d(np.asarray(eta_y, float)), np.atleast_1d(np.asarray(eta_z, float))
     R = max(ey.size, ez.size)
+    if ey.size > 1 and ez.size > 1 and ey.size != ez.size:
+        raise ValueError(f"the per-run lengths disagree: eta_y has {ey.size}, eta_z has {ez.size}; give each one "
+                         "value per run (the same length) or a single value for every run")
     for name, a in (("eta_y", ey), ("eta_z", ez)):
         if a.ndim != 1 or a.size not in (1, R):
             raise ValueError(f"{name} must be a scalar or have one value per run ({R}); got shape {a.shape}")
@@ -906,14 +962,19 @@ def predict(classes: SequenceClasses, eta_y=1.0, eta_z=1.0, steps: int = 100, mo
     run = population_sgd(classes, pairs[:, 0], pairs[:, 1], steps, momentum, snapshot_steps)
     t0 = np.array([transition_time(classes.M, classes.K, e) for e in ey])
     t0_steps = np.asarray(momentum_clock_steps(t0, momentum), float) if momentum else t0.copy()
-    ranking, ties = [], []
+    ranking, ties, winners = [], [], []
     for n in range(classes.K):
         toks = classes.distinct_tokens(n)
         p = classes.probs[n, toks]
         order = np.argsort(-p, kind="stable")
         ranking.append(toks[order])
         ties.append(bool(len(np.unique(p)) < len(p)))
+        winners.append(toks[p == p.max()] if len(p) else toks)
+    layout = classes.layout_issue()
+    if layout is not None:
+        warnings.warn(f"predict: {layout}; the prediction is outside the theory's assumptions",
+                      ClassLayoutWarning, stacklevel=2)
     return Prediction(classes, ey, ez, momentum, steps, t0, t0_steps, ranking, ties,
                       attention_limit_all(classes, run.Z[which]), run.loss[which],
                       {s: attention_limit_all(classes, z[which]) for s, z in run.snapshots.items()},
-                      run.Z[which], {s: z[which] for s, z in run.snapshots.items()})
+                      run.Z[which], {s: z[which] for s, z in run.snapshots.items()}, winners, layout)

@@ -8,6 +8,7 @@ drawn per distinct seed and step, and every run of that seed trains on it.
 from __future__ import annotations
 
 import itertools
+import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -102,6 +103,7 @@ class TrainResult:
     - ``config``: the settings (steps, batch, T, optimizer, momentum, init, ...; device).
     - ``diverged``: (R,) bool, runs whose loss ended far above where it started (see :func:`train`).
     - ``classes``: the :class:`~scansnap.data.SequenceClasses` trained on.
+    - ``seconds``: the wall time :func:`train` took (what :meth:`save` records), or None.
 
     Read it with methods rather than by hand (``step=None``: the end; else a snapshot step):
     :meth:`attention` (R, K, M) c_n of Eq. 5; :meth:`class_entropy` (R, K) over each class's
@@ -120,6 +122,7 @@ class TrainResult:
     config: dict = field(default_factory=dict)
     diverged: np.ndarray | None = None   # (R,) bool: runs that diverged (see train)
     classes: SequenceClasses | None = None
+    seconds: float | None = None          # train()'s wall time
 
     @property
     def R(self) -> int:
@@ -143,16 +146,18 @@ class TrainResult:
             else "  snapshots: none (train(..., snapshot_steps=[...]))"])
 
     def select(self, runs) -> "TrainResult":
-        """A TrainResult of the runs ``runs`` (indices or a boolean mask, in that order)."""
+        """A TrainResult of the runs ``runs`` (indices or a boolean mask, in that order); its
+        ``seconds`` stay those of the training that made them all."""
         idx = np.arange(self.R)[np.asarray(runs)]
         t = torch.as_tensor(idx, dtype=torch.long)
         return TrainResult(self.eta_y[idx], self.eta_z[idx], self.seed[idx], self.loss[idx], self.Y[t], self.Z[t],
                            {s: z[t] for s, z in self.snapshots.items()}, dict(self.config),
-                           None if self.diverged is None else self.diverged[idx], self.classes)
+                           None if self.diverged is None else self.diverged[idx], self.classes, self.seconds)
 
     @staticmethod
     def concat(results) -> "TrainResult":
-        """The runs of several TrainResults (same classes, steps and settings) as one, in order."""
+        """The runs of several TrainResults (same classes, steps and settings) as one, in order;
+        ``seconds``: the sum of theirs (their trainings one after another)."""
         results = list(results)
         if not results:
             raise ValueError("concat needs at least one TrainResult")
@@ -164,11 +169,12 @@ class TrainResult:
                 raise ValueError("concat: the results differ in their settings, snapshots or vocabulary")
         cat = lambda xs: np.concatenate(xs)
         div = None if any(r.diverged is None for r in results) else cat([r.diverged for r in results])
+        secs = None if any(r.seconds is None for r in results) else float(sum(r.seconds for r in results))
         return TrainResult(cat([r.eta_y for r in results]), cat([r.eta_z for r in results]),
                            cat([r.seed for r in results]), cat([r.loss for r in results]),
                            torch.cat([r.Y for r in results]), torch.cat([r.Z for r in results]),
                            {s: torch.cat([r.snapshots[s] for r in results]) for s in first.snapshots},
-                           dict(first.config), div, first.classes)
+                           dict(first.config), div, first.classes, secs)
 
     def _classes(self) -> SequenceClasses:
         if self.classes is None:
@@ -223,8 +229,11 @@ class TrainResult:
         diverged = self.diverged if self.diverged is not None else np.zeros(self.R, bool)
         base = {"run": np.arange(self.R), "eta_y": self.eta_y, "eta_z": self.eta_z, "seed": self.seed,
                 "loss_first": self.loss[:, 0], "loss_last": self.loss[:, -1], "diverged": diverged}
+        # + 0.0: a loss or an entropy of exactly 0 (-log 1, -0 log 0) is -0.0, which prints "-0"
+        base = {k: v + 0.0 if v.dtype.kind == "f" else v for k, v in base.items()}
+        cols = {k: v + 0.0 for k, v in cols.items()}
         if per == "run":
-            return pd.DataFrame({**base, **{k: v.mean(axis=1) for k, v in cols.items()}})
+            return pd.DataFrame({**base, **{k: v.mean(axis=1) + 0.0 for k, v in cols.items()}})
         K = classes.K
         rep = {k: np.repeat(v, K) for k, v in base.items() if k in ("run", "eta_y", "eta_z", "seed")}
         return pd.DataFrame({**rep, "class": np.tile(np.arange(K), self.R),
@@ -252,8 +261,9 @@ class TrainResult:
         class), ``<name>_loss.csv`` (run, step, loss), ``<name>_attention.csv`` (run, step,
         class, token, c: c_n on each class's support at the end and at every snapshot) and
         ``<name>.provenance.json`` (the settings, rates, seeds and classes; versions, device,
-        date; every file's sha256). Read it back with
-        ``scansnap.experiments.read_results(folder, paper=False)``. Returns the paths written."""
+        date; ``seconds``, the training time; every file's sha256). Read it back with
+        ``scansnap.experiments.read_results(folder, paper=False)`` (``diverged`` comes back as
+        a bool, whole-number columns as integers). Returns the paths written."""
         from ._save import save_set
         classes = self._classes()
         runs, classes_ = self.to_frame("run"), self.to_frame("class")
@@ -276,7 +286,8 @@ class TrainResult:
         return save_set(folder, name, {name: table(runs), f"{name}_classes": table(classes_),
                                        f"{name}_loss": (["run", "step", "loss"], loss_rows),
                                        f"{name}_attention": (["run", "step", "class", "token", "c"], att_rows)},
-                        settings, self.config.get("device", "cpu"), f"TrainResult.save({name!r})")
+                        settings, self.config.get("device", "cpu"), f"TrainResult.save({name!r})",
+                        seconds=self.seconds, what_seconds="train()'s wall time")
 
 
 def _short(values, unit: str = "values") -> str:
@@ -310,18 +321,39 @@ def _grid_axis(name, values, kind):
     return vals
 
 
-def lr_grid(eta_z, ratio, seeds):
-    """Flattened grid (eta_y, eta_z, seed) over eta_Z x (eta_Y/eta_Z) x seeds, eta_Y = ratio * eta_Z.
+def lr_grid(eta_z, ratio=None, seeds=0, *, eta_y=None):
+    """The runs of a learning-rate grid x seeds, flattened for :func:`train`: three (R,) arrays
+    (eta_y, eta_z, seed), R = (number of eta_Z) x (number of ratios or eta_Y) x (number of seeds).
 
-    Rows run eta_Z slowest and seeds fastest. Every axis must be non-empty with distinct
-    values (rates positive, seeds integers).
+    Give the attention rates ``eta_z`` and either ``ratio`` (eta_Y = ratio x eta_Z, the paper's
+    Fig. 6 axes) or ``eta_y`` (every eta_Y with every eta_Z). Rows run eta_Z slowest and seeds
+    fastest. Every axis must be non-empty with distinct values (rates positive, seeds integers)::
+
+        eta_y, eta_z, seeds = lr_grid(eta_z=[0.5, 2.0], ratio=[1, 10], seeds=[1, 2, 3])   # (12,) each
+        res = train(classes, eta_y=eta_y, eta_z=eta_z, seeds=seeds)
+        res.to_frame().groupby(["eta_z", "eta_y"]).distinct_entropy.agg(["mean", "sem"])
     """
+    if (ratio is None) == (eta_y is None):
+        raise ValueError("lr_grid: give either ratio (eta_Y = ratio x eta_Z) or eta_y, not "
+                         + ("both" if ratio is not None else "neither"))
     eta_z = _grid_axis("eta_z", eta_z, "rate")
-    ratio = _grid_axis("ratio", ratio, "rate")
+    second = _grid_axis("ratio" if eta_y is None else "eta_y", ratio if eta_y is None else eta_y, "rate")
     seeds = _grid_axis("seeds", seeds, "seed")
-    rows = [(r * z, z, s) for z, r, s in itertools.product(eta_z, ratio, seeds)]
+    rows = [(r * z if eta_y is None else r, z, s) for z, r, s in itertools.product(eta_z, second, seeds)]
     ey, ez, sd = (np.array(c) for c in zip(*rows))
     return ey.astype(float), ez.astype(float), sd.astype(int)
+
+
+def _runs_count(**given) -> int:
+    """R, the number of runs: the length every per-run argument that is not a scalar shares.
+    Lengths that disagree are a ValueError naming each (not a complaint about one of them)."""
+    sizes = {k: np.size(v) for k, v in given.items()}
+    lengths = {k: n for k, n in sizes.items() if n != 1}
+    if len(set(lengths.values())) > 1:
+        said = ", ".join(f"{k} has {n}" for k, n in lengths.items())
+        raise ValueError(f"the per-run lengths disagree: {said}; give each one value per run (the same "
+                         "length) or a single value for every run (lr_grid builds a grid of rates x seeds)")
+    return max(sizes.values())
 
 
 def _per_run(name, value, R):
@@ -398,8 +430,9 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
     if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise ValueError(f"dtype must be a floating torch dtype (torch.float32, torch.float64), got {dtype!r}")
     dev = resolve_device(device)
+    t_start = time.perf_counter()
     seed_arr = np.atleast_1d(np.asarray(seeds))
-    R = max(seed_arr.size, np.size(eta_y), np.size(eta_z))
+    R = _runs_count(seeds=seed_arr, eta_y=eta_y, eta_z=eta_z)
     if seed_arr.size == 1:
         seed_arr = np.full(R, seed_arr.item())
     if seed_arr.shape != (R,) or not np.issubdtype(seed_arr.dtype, np.integer):
@@ -432,6 +465,7 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
     if bar is not progress:
         bar.close()
     losses, Y, Z, snapshots = _merge(chunks, parts, R)
+    losses = losses + 0.0    # a loss of exactly 0 (-log 1 in float32) is -0.0, which prints "-0"
     if not np.all(np.isfinite(losses)):
         r, s = (int(i) for i in np.argwhere(~np.isfinite(losses))[0])
         raise FloatingPointError(
@@ -442,7 +476,7 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
                        dict(steps=steps, batch=batch, T=T, optimizer=optimizer, path=path,
                             momentum=momentum, betas=betas, init=init, normalize=normalize,
                             residual=residual, device=str(dev)),
-                       diverged, classes)
+                       diverged, classes, time.perf_counter() - t_start)
 
 
 def _workers(workers, R, dev, grad) -> int:

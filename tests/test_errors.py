@@ -50,7 +50,7 @@ def test_token_id_out_of_range():
     (dict(init="xavier"), r"unknown init 'xavier'"),
     (dict(path="both"), r"unknown path 'both'"),
     (dict(snapshot_steps=[5]), r"snapshot step 5 out of range \[0, 3\]"),
-    (dict(eta_y=[1, 2], seeds=[1, 2, 3]), r"eta_y must be a scalar or have one value per run \(3\)"),
+    (dict(eta_y=[1, 2], seeds=[1, 2, 3]), r"the per-run lengths disagree: seeds has 3, eta_y has 2"),
 ])
 def test_bad_training_arguments(kw, match):
     args = dict(steps=3, batch=4, T=8)

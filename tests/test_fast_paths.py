@@ -224,6 +224,31 @@ def test_runs_split_over_threads_change_no_bit(path, dtype):
         assert many.Y.dtype == many.Z.dtype == many.snapshots[5].dtype == dtype
 
 
+@pytest.mark.parametrize("path,optimizer,momentum", [("support", "sgd", 0.9), ("support", "sgd", 0.0),
+                                                   ("counts", "sgd", 0.9), ("support", "adam", 0.9)])
+def test_a_runs_bits_do_not_depend_on_the_runs_beside_it(path, optimizer, momentum):
+    """Any subset of a grid, trained alone, gives its runs' bits in the whole grid: what a torchrun
+    rank computes (its seeds) or a thread (its set). At M = 33 a run's packed rows are no whole
+    number of SIMD vectors, so the last run of a batch fell in the fused SGD kernel's scalar tail,
+    which rounds m * momentum + g once (an FMA) where the vectors round twice (a researcher's
+    uneven torchrun split differed from one process in the 9th digit)."""
+    c = syn_medium(1)                                  # M = 33
+    ey, ez = np.tile(np.repeat([1.0, 5.0], 2), 3), np.tile([0.5, 2.0], 6)
+    seeds = np.repeat([1, 2, 3], 4)
+    kw = dict(steps=4, batch=16, T=32, init="default", path=path, optimizer=optimizer, momentum=momentum,
+              snapshot_steps=[2])
+    whole = train(c, eta_y=ey, eta_z=ez, seeds=seeds, workers=1, **kw)
+    for runs in (seeds == 2, seeds != 2, np.arange(12) < 5, np.arange(12) % 3 == 1):
+        part = train(c, eta_y=ey[runs], eta_z=ez[runs], seeds=seeds[runs], workers=1, **kw)
+        t = torch.as_tensor(runs)
+        assert torch.equal(part.Z, whole.Z[t]) and torch.equal(part.Y, whole.Y[t]), np.flatnonzero(runs)
+        assert torch.equal(part.snapshots[2], whole.snapshots[2][t])
+        np.testing.assert_array_equal(part.loss, whole.loss[runs])
+    for k in (2, 5):                                   # uneven sets of runs on threads
+        split = train(c, eta_y=ey, eta_z=ez, seeds=seeds, workers=k, **kw)
+        assert torch.equal(split.Z, whole.Z) and torch.equal(split.Y, whole.Y), k
+
+
 def test_how_runs_are_split(monkeypatch):
     from scansnap.train import _chunks, _workers
     cpu, cuda = torch.device("cpu"), torch.device("cuda")

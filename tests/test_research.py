@@ -132,7 +132,7 @@ def test_lm_result_is_documented_and_its_maps_are_forwards():
     assert maps[0].shape == (1, 2, 12, 12) and res.snapshots[3][0].shape == (2, 12, 12)
     torch.testing.assert_close(res.snapshots[3][0], maps[0][0])
     assert 0 < res.attention_entropy(3) < np.log(12)
-    assert list(res.to_frame().columns) == ["step", "loss", "entropy"]
+    assert list(res.to_frame().columns) == ["step", "loss", "entropy_layer0"]
     for says in ("``loss``: (steps,)", "list of ``layers`` tensors (heads, T, T)"):
         assert says in LMResult.__doc__
     assert "(B, heads, T, T)" in EmbeddingTransformer.forward.__doc__
@@ -200,8 +200,10 @@ def test_predict_returns_what_a_run_is_compared_with(run):
     assert (cmp["top_token"] == cmp["predicted_top"]).all() and (cmp["rank_correlation"] > 0.9).all()
     gap = np.abs(cmp["common_mass"] - cmp["predicted_common_mass"])
     assert gap.max() < 0.05 and gap.mean() < 0.025            # sampling noise only (batch 128, T 128)
-    with pytest.raises(ValueError, match="at step 20, the prediction at step 40"):
-        run.predict().compare(run, step=20)
+    with pytest.raises(ValueError, match=r"the prediction has no step 30: it has \[0, 20, 40\]"):
+        run.predict().compare(run, step=30)
+    with pytest.raises(ValueError, match=r"the result ends at step 40, the prediction at step 20: .*step="):
+        th.predict(c, eta_y=[1.0, 10.0, 1.0], eta_z=1.0, steps=20).compare(run)
     adam = train(c, steps=3, optimizer="adam")
     with pytest.raises(ValueError, match="SGD with LN and no residual"):
         adam.predict()
@@ -301,6 +303,12 @@ def test_grid_flags_are_recorded_and_refused_as_the_papers(tmp_path):
     ref = fig6(num_last=(1, 3), eta_z=(0.5, 2.0), ratio=(1.0, 3.0), seeds=(1, 2), steps=3, batch=16, T=32,
                device="cpu")
     np.testing.assert_allclose(f6["entropy"], ref["entropy"], rtol=1e-8)
+    # in words (a first user's trips 6, 8, 9): what the PNG plots, that these are not the paper's settings,
+    # and, for an edited file, the command that made this set rather than the paper's
+    assert "one standard error of that mean" in rec["plotted"] and "one row per run" in rec["plotted"]
+    assert len(rec["notes"]) == 1 and rec["notes"][0].startswith(
+        "not the paper's settings: T=32 (the paper's: 128), batch=16 (the paper's: 128), eta_z=[0.5, 2.0]")
+    assert "read_results(folder, paper=False)" in rec["notes"][0]
     rec4 = json.loads((tmp_path / "fig4.provenance.json").read_text())
     assert rec4["settings"]["batch"] == 16 and rec4["settings"]["T"] == 32 and "eta_z" not in rec4["settings"]
     (tmp_path / "fig4.provenance.json").unlink()
@@ -309,6 +317,11 @@ def test_grid_flags_are_recorded_and_refused_as_the_papers(tmp_path):
     with pytest.raises(ValueError, match=r"fig6.csv was not made with the paper's settings: T=32 \(the paper's: 128\), "
                                          r"batch=16 .*eta_z=\[0.5, 2.0\] \(the paper's: \[0.5, 1, 2, 3\]\).*grid flags"):
         read_results(tmp_path)
+    with open(tmp_path / "fig6.csv", "a") as fh:
+        fh.write("3,2,10,9,0.1\n")
+    with pytest.raises(ValueError, match=r"regenerate with the command that made it: `python -m scansnap reproduce "
+                                         r"fig6 fig4 --eta-z 0.5,2 --ratio 1,3 --num-last 1,3 --seeds 1,2"):
+        read_results(tmp_path, paper=False)
 
 
 def cli_here(capsys, *args):
@@ -341,3 +354,204 @@ def test_a_grid_flag_for_no_figure_that_has_it(tmp_path, capsys):
         "python -m scansnap: error: --eta-z applies to fig6, fig11, fig12; none of them is asked for (fig3 fig10)")
     code, err = cli_here(capsys, "reproduce", "fig3", "--batch", "8", "--out", str(tmp_path))
     assert code == 2 and "--batch applies to fig4, fig5, fig6, fig11, fig12" in err
+
+
+# ---------------------------------------------------------------------------------------
+# A second researcher's trips (each test failed before its fix)
+# ---------------------------------------------------------------------------------------
+
+def test_help_of_the_package_is_its_api_not_torch_modules():
+    """Trip 1: help(scansnap) printed ~2,600 lines, mostly torch.nn.Module's inherited methods of
+    the two model classes; they stay importable, and the docstring says where they are documented."""
+    text = pydoc.render_doc(scansnap, renderer=pydoc.plaintext)
+    assert len(text.splitlines()) < 450
+    assert "inherited from torch.nn" not in text and "register_forward_hook" not in text
+    assert scansnap.YZModel is scansnap.model.YZModel and scansnap.EmbeddingTransformer is scansnap.model.EmbeddingTransformer
+    assert "help(scansnap.model)" in scansnap.__doc__ and "lr_grid" in text
+
+
+def test_lr_grid_takes_eta_y_and_is_where_a_grid_is_built():
+    """Trip 2: a grid of rates x seeds meant copying np.repeat/np.tile; the README and page 8 build it
+    with lr_grid, which also takes the eta_Y values themselves."""
+    from pathlib import Path
+    from scansnap.train import lr_grid
+    ey, ez, sd = lr_grid(eta_z=3.0, eta_y=[1.0, 5.0, 20.0], seeds=range(1, 7))
+    np.testing.assert_array_equal(ey, np.repeat([1.0, 5.0, 20.0], 6))
+    np.testing.assert_array_equal(sd, np.tile(np.arange(1, 7), 3))
+    assert np.all(ez == 3.0) and sd.dtype.kind == "i"
+    ey2, ez2, _ = lr_grid([0.5, 2.0], [1, 10], [1, 2])
+    np.testing.assert_array_equal(ey2, [0.5, 0.5, 5.0, 5.0, 2.0, 2.0, 20.0, 20.0])
+    with pytest.raises(ValueError, match="give either ratio .* or eta_y, not both"):
+        lr_grid([1.0], [1.0], [0], eta_y=[2.0])
+    with pytest.raises(ValueError, match="not neither"):
+        lr_grid([1.0], seeds=[0])
+    root = Path(__file__).resolve().parents[1]
+    assert "lr_grid(eta_z=" in (root / "README.md").read_text()
+    page = json.loads((root / "book" / "08-own-experiment.ipynb").read_text())
+    code = "".join("".join(c["source"]) for c in page["cells"] if c["cell_type"] == "code")
+    assert "lr_grid(eta_z=" in code and "np.repeat(" not in code and "np.tile(" not in code
+
+
+def test_a_loss_or_entropy_of_zero_is_never_minus_zero(tmp_path):
+    """Trip 3: a loss of exactly 0 (-log 1 in float32) printed as -0.0 and was saved as "-0"."""
+    r = train(syn_small(), eta_y=20.0, eta_z=1.0, steps=30, batch=16, T=32)
+    assert r.loss[0, -1] == 0 and not np.signbit(r.loss).any()
+    assert not np.signbit(r.to_frame()["loss_last"]).any() and "-0" not in r.to_frame().to_string()
+    r.save(tmp_path, "z")
+    assert ",-0," not in (tmp_path / "z.csv").read_text() and "-0\n" not in (tmp_path / "z_loss.csv").read_text()
+    c = syn_small()
+    Z = np.zeros((34, 34))
+    Z[c.query, 19] = Z[c.query, 29] = 1000.0                  # one distinct token takes all: entropy 0
+    assert not np.signbit(metrics.class_entropy(c, Z)).any() and np.all(metrics.class_entropy(c, Z) == 0)
+
+
+def _tied_classes():
+    """Two classes: class 1 has two distinct tokens of equal P (11 and 12), then 13 < 12."""
+    P = np.zeros((2, 20))
+    P[:, :4] = 1.0
+    P[0, 4:8] = [0.2, 0.4, 0.6, 1.0]
+    P[1, 11:14] = [1.0, 1.0, 0.5]
+    P /= P.sum(1, keepdims=True)
+    return SequenceClasses(P, query=[16, 16], next_token=[17, 18])
+
+
+def _with_attention(res, logits):
+    """res with Z's query row set to ``logits`` (one row per run): c_n follows P(l|n) exp(z_l)."""
+    Z = torch.zeros_like(res.Z)
+    Z[:, 16, :] = torch.as_tensor(logits, dtype=Z.dtype)
+    res.Z = Z
+    return res
+
+
+def test_compare_is_tie_aware():
+    """Trip 4: with tokens 11 and 12 of equal P(l|n), 12 winning was reported as a wrong winner
+    (predicted_top 11) and the rank correlation was taken against an arbitrary strict order."""
+    c = _tied_classes()
+    res = train(c, eta_y=[1.0, 2.0], eta_z=1.0, steps=2)
+    pred = res.predict()
+    assert [w.tolist() for w in pred.winners] == [[7], [11, 12]] and pred.ties == [False, True]
+    assert "winners (class: token) 0: 7, 1: 11=12" in repr(pred)
+    z = np.zeros((2, 20))
+    z[0, [11, 12, 13]] = [1.0, 2.0, 0.0]          # run 0: 12 > 11 > 13: every order the theory makes holds
+    z[1, [11, 12, 13]] = [0.0, 0.0, 3.0]          # run 1: 13 first: against the theory
+    z[:, [4, 5, 6, 7]] = [0.0, 0.1, 0.2, 0.3]     # class 0 in its predicted order
+    cmp = pred.compare(_with_attention(res, z)).set_index(["run", "class"])
+    assert cmp.loc[(0, 1), "top_token"] == 12 and cmp.loc[(0, 1), "predicted_winners"] == (11, 12)
+    assert cmp.loc[(0, 1), "tied"] and cmp.loc[(0, 1), "top_as_predicted"]
+    assert cmp.loc[(0, 1), "rank_correlation"] == pytest.approx(1.0, abs=1e-12)
+    assert cmp.loc[(1, 1), "top_token"] == 13 and not cmp.loc[(1, 1), "top_as_predicted"]
+    assert cmp.loc[(1, 1), "rank_correlation"] == pytest.approx(-1.0, abs=1e-12)   # the one ordered pair, reversed
+    assert cmp.loc[(0, 0), "rank_correlation"] == pytest.approx(1.0) and not cmp.loc[(0, 0), "tied"]
+    assert cmp["top_as_predicted"].dtype == bool and cmp["tied"].dtype == bool
+
+
+def test_compare_at_a_step_uses_the_predictions_own_snapshot(run):
+    """Trip 5: compare(res, step=10) refused although the prediction held a snapshot at step 10."""
+    pred = run.predict()                                   # snapshots at the run's: 0, 20, 40
+    at20 = pred.compare(run, step=20)
+    assert (at20["step"] == 20).all()
+    np.testing.assert_allclose(at20["predicted_distinct_entropy"], pred.class_entropy(step=20).ravel())
+    np.testing.assert_allclose(at20["distinct_entropy"], run.class_entropy(step=20).ravel())
+    short = th.predict(syn_small(), run.eta_y, run.eta_z, steps=20)             # ends at 20: its end is step 20
+    np.testing.assert_allclose(short.compare(run, step=20)["predicted_common_mass"], at20["predicted_common_mass"],
+                               rtol=1e-12)
+    assert (pred.compare(run)["step"] == 40).all()
+
+
+def test_fig6_says_its_bars_are_standard_errors(capsys):
+    """Trip 6: the figure's bars are mean +- s.e. (half a sd's width at 4 seeds): the figure, the
+    command line's help and (test_grid_flags_... above) the record say so."""
+    from scansnap.__main__ import main
+    from scansnap.plots import entropy_sweep
+    nl, ez, ratio = np.repeat([1, 3], 6), np.tile(np.repeat([0.5, 2.0], 3), 2), np.ones(12)
+    fig = entropy_sweep(nl, ez, ratio, np.linspace(1, 2, 12))
+    assert fig.legends[0].get_title().get_text() == "mean ± standard error over 3 seeds"
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    assert "± one standard error of the mean" in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_sweeps_progress_bar_says_what_it_counts(capsys):
+    """Trip 7: the bar counted vocabularies x steps (100 for --steps 50) under the name 'step'."""
+    from scansnap.experiments import syn_medium_sweep
+    syn_medium_sweep(num_last=(1, 3), eta_z=(1.0,), ratio=(1.0,), seeds=(1,), steps=3, progress=True)
+    err = capsys.readouterr().err
+    assert "Syn-Medium sweep, 2 vocabularies x 3 steps" in err and "6/6" in err and "num_last=3 (2 of 2), 1 run" in err
+
+
+def test_a_saved_result_records_its_training_time_and_diverged_as_bool(run, tmp_path):
+    """Trip 10: `diverged` came back as int64 0/1 and the record's seconds (0.0) timed the save."""
+    assert run.seconds is not None and run.seconds > 0
+    assert run.select([0]).seconds == run.seconds
+    assert TrainResult.concat([run, run.select([0])]).seconds == pytest.approx(2 * run.seconds)
+    run.save(tmp_path, "t")
+    rec = json.loads((tmp_path / "t.provenance.json").read_text())
+    assert rec["seconds"] == round(run.seconds, 3) and "train()'s wall time" in rec["notes"][0]
+    back = read_results(tmp_path, paper=False)
+    assert back["t"]["diverged"].dtype == bool and not back["t"]["diverged"].any()
+    with open(tmp_path / "t_classes.csv", "a") as fh:                  # trip 8 for a saved result
+        fh.write("0,1,1,0,0,0,0,0,0\n")
+    with pytest.raises(ValueError, match=r"re-run the code that saved it \(TrainResult.save\('t'\)\)"):
+        read_results(tmp_path, paper=False)
+
+
+def test_lm_to_frame_has_the_last_snapshot_and_every_layer(tmp_path):
+    """Trip 11: to_frame() left out the snapshot after the last update and every layer but the first."""
+    from scansnap.lm import train_lm, wikitext_data
+    tr, va, vocab = wikitext_data()
+    lm = train_lm(tr[:4000], len(vocab), layers=2, steps=3, d=16, d_hidden=16, batch=4, bptt=8, probe=va[:6],
+                  snapshot_steps=[0, 3], progress=False)
+    df = lm.to_frame()
+    assert list(df.columns) == ["step", "loss", "entropy_layer0", "entropy_layer1"] and list(df.step) == [0, 1, 2, 3]
+    assert np.isnan(df.loss.iloc[3]) and np.allclose(df.loss.iloc[:3], lm.loss)
+    assert df.entropy_layer1.iloc[3] == pytest.approx(lm.attention_entropy(3, layer=1))
+    assert df.entropy_layer0.notna().tolist() == [True, False, False, True]
+    snaps = lm.to_frame("snapshot")
+    assert list(snaps.columns) == ["step", "entropy_layer0", "entropy_layer1"] and list(snaps.step) == [0, 3]
+    assert len(snaps.dropna()) == 2
+    with pytest.raises(ValueError, match="per must be 'step' or 'snapshot'"):
+        lm.to_frame("layer")
+    assert lm.seconds > 0
+    lm.save(tmp_path, "lm")
+    assert json.loads((tmp_path / "lm.provenance.json").read_text())["seconds"] == round(lm.seconds, 3)
+
+
+def test_errors_name_the_shape_and_the_lengths():
+    """Trip 12: a transposed P said only "sums to 0.3, not 1"; eta_y of 3 values with 2 seeds said
+    "seeds must be integers" (they were)."""
+    P = np.zeros((3, 40))
+    P[:, :5] = 1
+    P[0, 5:10] = P[1, 10:15] = P[2, 15:20] = 1
+    P /= P.sum(1, keepdims=True)
+    with pytest.raises(ValueError, match=r"probs is read as a \(K, M\) table, one row per class, here K=40 classes "
+                                         r"over M=3 tokens; its columns sum to 1: transposed\? pass probs.T"):
+        SequenceClasses(P.T.copy(), query=[30, 30, 30], next_token=[31, 32, 33])
+    with pytest.raises(ValueError, match=r"sums to 2.0, not 1: .*K=3 classes over M=40 tokens$"):
+        SequenceClasses(P * 2, query=[30, 30, 30], next_token=[31, 32, 33])
+    with pytest.raises(ValueError, match="the per-run lengths disagree: seeds has 2, eta_y has 3"):
+        train(syn_small(), eta_y=[1, 2, 3], seeds=[0, 1], steps=2)
+    with pytest.raises(ValueError, match="the per-run lengths disagree: eta_y has 2, eta_z has 3"):
+        train(syn_small(), eta_y=[1, 2], eta_z=[1, 2, 3], steps=2)
+    with pytest.raises(ValueError, match="the per-run lengths disagree: eta_y has 3, eta_z has 2"):
+        th.predict(syn_small(), eta_y=[1, 2, 3], eta_z=[1, 2], steps=2)
+
+
+def test_the_theory_warns_where_it_is_applied_outside_its_layout():
+    """Trip 13: the ClassLayoutWarning came only when the classes were built; predict() and
+    compare() went ahead silently on a layout the theory does not cover."""
+    P = np.zeros((2, 8))
+    P[:, 0] = P[0, 1] = P[1, 2] = P[1, 5] = 0.5           # class 1's context holds token 5, class 0's query
+    P /= P.sum(1, keepdims=True)
+    with pytest.warns(ClassLayoutWarning):
+        c = SequenceClasses(P, query=[5, 5], next_token=[6, 7])
+    res = train(c, eta_y=2.0, steps=3)
+    with pytest.warns(ClassLayoutWarning, match="^predict: class 0's query token 5 is also a contextual token of "
+                                                "class 1 .* outside the theory's assumptions"):
+        pred = res.predict()
+    assert pred.layout.startswith("class 0's query token 5") and "outside the theory: class 0's query" in repr(pred)
+    assert max(map(len, repr(pred).splitlines())) <= 80
+    with pytest.warns(ClassLayoutWarning, match="^compare: class 0's query token 5"):
+        pred.compare(res)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert th.predict(syn_small(), steps=3).layout is None

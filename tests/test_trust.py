@@ -95,7 +95,7 @@ def test_bad_default_devices():
     (dict(dtype=torch.int64), r"dtype must be a floating torch dtype"),
     (dict(grad="finite"), r"unknown grad 'finite'"),
     (dict(grad="lemma1", path="tokens"), r"grad='lemma1' works on the counts path"),
-    (dict(eta_y=[1, 2], eta_z=[1, 2, 3]), r"eta_y must be a scalar or have one value per run \(3\)"),
+    (dict(eta_y=[1, 2], eta_z=[1, 2, 3]), r"the per-run lengths disagree: eta_y has 2, eta_z has 3"),
 ])
 def test_bad_training_arguments_named(kw, match):
     args = dict(steps=3, batch=4, T=8, optimizer="adam")
