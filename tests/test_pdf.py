@@ -192,6 +192,7 @@ def test_check_passes_a_clean_build(tmp_path, monkeypatch):
     (dict(text=GOOD_TEXT + " LivePanel(views=('cn',))"), "leaked"),
     (dict(text=GOOD_TEXT + " Traceback (most recent call last)"), "leaked"),
     (dict(text=GOOD_TEXT + " Predict, then move the slider."), "screen-only"),
+    (dict(text=GOOD_TEXT + " The panel trains it in your browser."), "screen-only"),
     (dict(text="Printed panel: Online, one."), "1 printed-panel notes"),
 ])
 def test_check_catches_each_planted_defect(tmp_path, monkeypatch, plant, expect):

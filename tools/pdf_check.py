@@ -31,7 +31,7 @@ NOTE_PREFIX = "Printed panel:"
 LEAKS = ("LivePanel(", "VBox(children", "<script", "<div", "Traceback", "Proof Index",
          "widget-view", "application/vnd")
 # words that only make sense on a screen (each page's printed variant says what the figure shows)
-SCREEN_ONLY = re.compile(r"\b(move|drag) (the|a|its|each) sliders?\b|\bclick\b|\bhover\b", re.I)
+SCREEN_ONLY = re.compile(r"\b(move|drag) (the|a|its|each) sliders?\b|\bclick\b|\bhover\b|\bin your browser\b", re.I)
 
 
 def _run(*cmd) -> str:
