@@ -258,8 +258,13 @@ class LivePanel:
         """The panel's HTML: static fallback, config, style and the inlined engine."""
         img = ""
         if self.png:
+            from .plots import legible_width, read_png_meta
+
             b64 = base64.b64encode(self.png).decode("ascii")
             img = f'<img src="data:image/png;base64,{b64}" alt="{html.escape(self.alt)}">'
+            legible = legible_width(read_png_meta(self.png))
+            if legible:        # on a phone the figure keeps its text legible and its box scrolls
+                img = f'<div class="yz-figbox" style="--fig-legible: {math.ceil(legible)}px">{img}</div>'
         cfg = self.config.replace("</", "<\\/")
         return (f'<div class="yzlive-panel">'
                 f"<style>{style()}</style>"
@@ -291,7 +296,8 @@ def panel(views=("cn", "loss"), *, controls=("eta_y", "eta_z"), data: str = "syn
           steps: int = 100, batch: int = 128, T=128, seed: int = 2, optimizer: str = "sgd",
           momentum: float = 0.9, init: str = "zero", cls: int = 0, cn_steps=(0, 10, 20, 50, 100),
           ranges: dict | None = None, reference: bool = True, static=None, alt: str | None = None,
-          note: str | None = None, title: str | None = None, question: str | None = None) -> LivePanel:
+          note: str | None = None, title: str | None = None, question: str | None = None,
+          main: str | None = None) -> LivePanel:
     """A live panel training the Y/Z model in the browser; see the module docstring for each view.
 
     ``data`` is ``"syn_small"`` (Syn-Small: ``make_classes(num_last=2, 1)``) or ``"syn_medium"``
@@ -304,6 +310,12 @@ def panel(views=("cn", "loss"), *, controls=("eta_y", "eta_z"), data: str = "syn
     sampled one in the loss and entropy views. ``static`` (a matplotlib Figure, PNG bytes or a
     PNG path) and ``note`` are what a reader without JavaScript sees; ``alt`` is the image's
     text. ``title`` and ``question`` (HTML allowed: what should the reader try?) head the panel.
+
+    Panels compare: the axes are fixed when the page loads, to hold the default run and the runs
+    with the ``main`` slider (default: the first slider of ``controls``) at each end of its range,
+    and grow only if a later run leaves them; once a slider has moved, the default run stays drawn
+    behind the new one as a faint grey ghost, and a line says what changed ("top token 0.19 ->
+    0.10; t0 6.5 -> 1.6").
     """
     if isinstance(views, str):
         views = (views,)
@@ -323,6 +335,9 @@ def panel(views=("cn", "loss"), *, controls=("eta_y", "eta_z"), data: str = "syn
             raise ValueError(f"unknown control {c!r}: use one of {CONTROLS}")
     if len(set(controls)) != len(controls):
         raise ValueError(f"a control is listed twice: {controls!r}")
+    if main is not None and (main not in controls or main in ("optimizer", "init")):
+        raise ValueError(f"main={main!r} must be one of the panel's sliders: "
+                         f"{tuple(c for c in controls if c not in ('optimizer', 'init'))}")
     if data not in DATA:
         raise ValueError(f"unknown data {data!r}: use one of {tuple(DATA)}")
     rng = dict(RANGES)
@@ -393,6 +408,8 @@ def panel(views=("cn", "loss"), *, controls=("eta_y", "eta_z"), data: str = "syn
         ranges={k: list(v) for k, v in rng.items()}, allow_inf=True, reference=reference,
         title=title or "", question=question or "", data_label=preset["label"],
     )
+    if main is not None:
+        cfg["main"] = main
     config = json.dumps(cfg, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
     shown = ", ".join(LABELS[c] for c in controls) or "none"
     what = ", ".join(VIEW_WORDS[v] for v in views)

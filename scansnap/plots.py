@@ -121,10 +121,82 @@ def share_mathtext_cache() -> bool:
     return True
 
 
+# The figure's text size travels with its PNG (a tEXt chunk under this key, JSON): the smallest
+# font it was drawn with, in CSS px at the figure's own display size, and that size. The book's
+# pages read it to show a figure no smaller than its text allows (``_ext/scansnap_pages.py``),
+# and the browser test to measure the text as displayed (``tests/test_browser.py``).
+PNG_META_KEY = "scansnap-figure"
+MIN_TEXT_PX = 9.0    # the smallest text a page may show, in CSS px as displayed (phone and desktop)
+
+
+def smallest_text_pt(fig: Figure) -> float | None:
+    """The smallest font size (points) of the visible, non-empty text of a drawn ``fig`` (tick
+    labels included; sub- and superscripts count at their text's nominal size), or None."""
+    sizes = [t.get_fontsize() for t in fig.findobj(matplotlib.text.Text)
+             if t.get_visible() and t.get_text().strip() and t.figure is not None
+             and (t.axes is None or t.axes.get_visible())]
+    return min(sizes) if sizes else None
+
+
+def png_meta(fig: Figure, css_px_per_inch: float, css_width: int) -> dict:
+    """What the figure's PNG carries under :data:`PNG_META_KEY` (``fig`` drawn already):
+    ``min_font_px`` (CSS px at the figure's display size, None without text) and ``css_width``."""
+    pt = smallest_text_pt(fig)
+    return {"min_font_px": None if pt is None else round(pt * css_px_per_inch / 72, 2),
+            "css_width": int(css_width)}
+
+
+def save_png(img, meta: dict) -> bytes:
+    """A PIL image as a 256-colour PNG carrying ``meta`` (a tEXt chunk, :data:`PNG_META_KEY`)."""
+    import io
+    import json
+
+    from PIL import Image, PngImagePlugin
+
+    info = PngImagePlugin.PngInfo()
+    info.add_text(PNG_META_KEY, json.dumps(meta, sort_keys=True))
+    buf = io.BytesIO()
+    img.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(buf, "png", pnginfo=info)
+    return buf.getvalue()
+
+
+def read_png_meta(data: bytes) -> dict | None:
+    """The :data:`PNG_META_KEY` record of a PNG's bytes (None if it has none, or is no PNG).
+    Reads the chunks directly: no image decoding."""
+    import json
+    import struct
+
+    data = bytes(data)            # an ipywidgets Image's value may be a memoryview
+    if not data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return None
+    pos, key = 8, PNG_META_KEY.encode() + b"\0"
+    while pos + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"tEXt" and body.startswith(key):
+            try:
+                return json.loads(body[len(key):].decode("latin-1"))
+            except ValueError:
+                return None
+        if kind in (b"IDAT", b"IEND"):
+            return None
+        pos += 12 + length
+    return None
+
+
+def legible_width(meta: dict | None, min_px: float = MIN_TEXT_PX) -> float | None:
+    """The narrowest CSS width at which a figure's smallest text reads ``min_px``: its display
+    width times ``min_px / min_font_px`` (at most that width). None without a record or text."""
+    if not meta or not meta.get("min_font_px") or not meta.get("css_width"):
+        return None
+    return min(float(meta["css_width"]), meta["css_width"] * min_px / meta["min_font_px"])
+
+
 def _retina_png(fig):
     """A 2x PNG cropped to the ink (IPython's "retina" figure, with its half-size width/height),
     at most 2 x :data:`OUTPUT_PX` pixels wide (:func:`display_dpi`), quantized to 256 colours: a
-    third of the bytes, nothing visible lost on line plots and viridis maps (a 256-colour map)."""
+    third of the bytes, nothing visible lost on line plots and viridis maps (a 256-colour map).
+    The PNG carries its smallest text size (:func:`png_meta`, :data:`PNG_META_KEY`)."""
     import io
 
     from IPython.core.pylabtools import print_figure
@@ -154,9 +226,8 @@ def _retina_png(fig):
     if w > 2 * OUTPUT_PX:
         raise RuntimeError(f"figure rendered {w} px wide, over {2 * OUTPUT_PX}: scansnap.plots._retina_png")
     meta = {"width": w // 2, "height": h // 2}
-    buf = io.BytesIO()
-    Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(buf, "png")
-    return buf.getvalue(), meta
+    # the text size rides in the PNG: the page shows the figure no smaller than it allows
+    return save_png(Image.open(io.BytesIO(png)), png_meta(fig, dpi, w // 2)), meta
 
 
 def _styled(fn):
@@ -697,6 +768,13 @@ def model_diagram(context, query: str, next_token: str, attention, probs: dict) 
     return fig
 
 
+def _darker(colour, keep: float = 0.55):
+    """``colour`` mixed with black (``keep`` of it left): text that reads on white (>= 4.5:1 for the
+    pale end of a sequential map)."""
+    from matplotlib.colors import to_rgb
+    return tuple(keep * x for x in to_rgb(colour))
+
+
 def hero(classes: SequenceClasses, steps, c, gamma, speed, t0: float, sequences, n: int = 0,
          frozen: float | None = None, frozen_label: str = "snapped: most of the change done") -> Figure:
     """The intro's figure: the data, the scan of one training run, and what stops it.
@@ -780,8 +858,9 @@ def hero(classes: SequenceClasses, steps, c, gamma, speed, t0: float, sequences,
                 color=colour(int(top)), **right)
     ax.annotate(f"common tokens\n({common[0]}-{common[-1]})", xy=(1.0, c[-1, common].mean()), xytext=(4, 4),
                 color="0.4", **right)
+    # the rarest token's line is pale (its class's lightest shade): its label in a darker one, to be read
     ax.annotate(f"rarest distinct\ntoken ({rare})", xy=(1.0, c[-1, rare]), xytext=(4, -2),
-                color=colour(int(rare)), **right)
+                color=_darker(colour(int(rare))), **right)
     ax.axvline(t0, color="k", ls=":", lw=1.2)
     if frozen is not None:
         ax.axvspan(frozen, steps[-1], color="C0", alpha=0.07, lw=0)

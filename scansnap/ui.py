@@ -25,6 +25,12 @@ things at every setting (e.g. ``color="C0"`` by role, not by the order lines hap
 drawn) and the same number of axes; limits it sets itself are kept when they are equal
 everywhere.
 
+The panel looks like the live panels (``scansnap.live``): ``title=`` and ``question=`` (HTML
+allowed: what should the reader try?) head it, the sliders' knobs are the accent colour
+(:data:`ACCENT`; the book's CSS tints their tracks too), and on a phone the figure keeps the
+width at which its smallest text reads ``scansnap.plots.MIN_TEXT_PX`` CSS px, in a box that
+scrolls sideways (the width rides in each PNG: ``scansnap.plots.png_meta``).
+
 Labels: a chapter writes plain descriptions (``description="η_Y"``, ``"η_Y/η_Z"``) and the
 panel shows real subscripts (η with a small lowered Y) in ipywidgets 8 (``description_allow_html``) and
 in ipywidgets 7 (an HTML label beside the slider). Figures are 2x PNGs shown at half size
@@ -52,6 +58,12 @@ import time
 from . import printed
 
 MAX_FIGURES = 150  # a grid larger than this would bloat the page; raise early instead
+ACCENT = "#0969da"  # the sliders' knobs: the live panels' accent (scansnap/js/panel.css)
+# ipywidgets 7 (Colab) has no handle_color for a SelectionSlider, and Colab has not the book's CSS:
+# the panel carries these rules itself (in each slider's label, an HTML widget there)
+ACCENT_CSS_7 = (f"<style>.scansnap-panel .ui-slider-handle{{background:{ACCENT}!important;"
+                f"border-color:{ACCENT}!important}}.scansnap-panel .ui-slider{{background:rgba(9,105,218,.22)!important;"
+                "border:0!important}</style>")
 SCALE = 2          # PNG pixels per CSS pixel: sharp on high-density ("retina") screens
 _GREEK = {"eta": "η", "gamma": "γ", "nu": "ν", "alpha": "α", "beta": "β", "lambda": "λ", "sigma": "σ"}
 
@@ -104,7 +116,7 @@ def _png(fig, scale: int = SCALE) -> tuple[bytes, int]:
     page stays small; rendered to raw RGBA and quantized (fast octree): about 0.1 s a figure."""
     from PIL import Image
 
-    from .plots import display_dpi
+    from .plots import display_dpi, png_meta, save_png
 
     dpi = display_dpi(fig.get_figwidth(), fig.dpi) * scale   # at most the output area's width
     buf = io.BytesIO()
@@ -115,10 +127,10 @@ def _png(fig, scale: int = SCALE) -> tuple[bytes, int]:
     raw = buf.getvalue()
     fw, fh = fig.get_figwidth() * dpi, fig.get_figheight() * dpi
     size = next((w, h) for w in (int(fw), round(fw)) for h in (int(fh), round(fh)) if 4 * w * h == len(raw))
-    img = Image.frombuffer("RGBA", size, raw, "raw", "RGBA", 0, 1).convert("RGB")
-    out = io.BytesIO()
-    img.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(out, format="png")
-    return out.getvalue(), round(size[0] / scale)
+    img = Image.frombuffer("RGBA", size, raw, "raw", "RGBA", 0, 1)
+    css_width = round(size[0] / scale)
+    # the smallest text size rides in the PNG (scansnap.plots.png_meta), as the chapters' figures'
+    return save_png(img, png_meta(fig, dpi / scale, css_width)), css_width
 
 
 class _Limits:
@@ -172,6 +184,8 @@ def _dress(control, label: str, width: str, major: int):
     control.layout.width = "auto"
     if hasattr(control, "readout"):
         control.readout = True
+    if "handle_color" in getattr(control.style, "keys", ()):
+        control.style.handle_color = ACCENT      # not a hollow grey knob that looks disabled
     if major >= 8:
         control.description = label_html(label)
         control.description_allow_html = True
@@ -181,13 +195,32 @@ def _dress(control, label: str, width: str, major: int):
     # ipywidgets 7: descriptions are plain text; an HTML label beside the slider instead
     control.description = ""
     control.description_tooltip = _plain(label)
-    return widgets.HBox([widgets.HTML(label_html(label), layout=widgets.Layout(width=width, min_width=width)),
+    return widgets.HBox([widgets.HTML(ACCENT_CSS_7 + label_html(label), layout=widgets.Layout(width=width, min_width=width)),
                          control], layout=widgets.Layout(flex="1 1 20em", min_width="15em", max_width="34em"))
 
 
-def slider_panel(draw, *, precompute: bool = True, progress: bool = True, scale: int = SCALE, **controls):
+def _header(title, question):
+    """The panel's title and question as one HTML widget (inline styles: Colab has not the book's CSS)."""
+    import ipywidgets as widgets
+
+    parts = []
+    if title:
+        parts.append(f'<div class="scansnap-title" style="font-weight:600;margin:0 0 2px">{title}</div>')
+    if question:
+        parts.append(f'<div class="scansnap-question" style="margin:0 0 6px;white-space:normal">{question}</div>')
+    head = widgets.HTML("".join(parts), layout=widgets.Layout(width="100%"))
+    head.add_class("scansnap-head")
+    return head
+
+
+def slider_panel(draw, *, precompute: bool = True, progress: bool = True, scale: int = SCALE,
+                 title: str | None = None, question: str | None = None, **controls):
     """A panel of ``controls`` (ipywidgets sliders, by keyword) above the figure ``draw(**values)``
-    returns (a matplotlib Figure). See the module's docstring for the two modes.
+    returns (a matplotlib Figure). See the module's docstring for the two modes. ``title`` and
+    ``question`` (HTML) head the panel, as on the live panels: every slider asks a question.
+
+    The returned ``VBox`` has ``.controls``, ``.figure`` and ``.status`` (its children, after the
+    header when there is a title or question) and ``.redraw()``.
 
     ``precompute=True``: controls are ``SelectionSlider``s; ``draw`` runs once per grid point now
     (the page's figures); a slider move shows the stored figure (no kernel needed, none re-drawn).
@@ -199,6 +232,9 @@ def slider_panel(draw, *, precompute: bool = True, progress: bool = True, scale:
         raise ValueError("slider_panel needs at least one control")
     if not callable(draw):
         raise TypeError(f"draw must be a function returning a matplotlib Figure, got {type(draw).__name__}")
+    for name, text in (("title", title), ("question", question)):
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"{name} must be a string (HTML allowed), got {type(text).__name__}")
     if scale not in (1, 2, 3):
         raise ValueError(f"scale must be 1, 2 or 3 (PNG pixels per CSS pixel), got {scale!r}")
     major = _widgets_major()
@@ -262,10 +298,17 @@ def slider_panel(draw, *, precompute: bool = True, progress: bool = True, scale:
             "Online, the notebook's kernel redraws this figure as the sliders move; printed: the figure "
             "at the sliders' starting values.")
 
+    from .plots import legible_width, read_png_meta
+
+    # the narrowest width at which every state's smallest text reads MIN_TEXT_PX: one for all, so
+    # a slider move never changes the figure's size
+    legible = max((legible_width(read_png_meta(p)) or 0) for p, _ in pngs.values())
+
     def image(png_width):
         png, width = png_width
         return widgets.Image(value=png, format="png", width=str(width),
-                             layout=widgets.Layout(max_width="100%", height="auto"))
+                             layout=widgets.Layout(max_width="100%", height="auto",
+                                                   min_width=f"{math.ceil(min(legible, width))}px" if legible else None))
 
     current = tuple(c.value for c in controls.values())
     leaves: dict[tuple, object] = {}
@@ -317,8 +360,13 @@ def slider_panel(draw, *, precompute: bool = True, progress: bool = True, scale:
     bar_box = widgets.Box(shown, layout=widgets.Layout(display="flex", flex_flow="row wrap", width="100%",
                                                        justify_content="flex-start"))
     bar_box.add_class("scansnap-controls")
-    panel = widgets.VBox([bar_box, figure, status], layout=widgets.Layout(width="100%", max_width="100%"))
+    # the figure's own box scrolls sideways where the screen is narrower than the figure's text allows
+    fig_box = widgets.Box([figure], layout=widgets.Layout(max_width="100%", overflow="auto hidden"))
+    fig_box.add_class("scansnap-figure")
+    head = [_header(title, question)] if (title or question) else []
+    panel = widgets.VBox(head + [bar_box, fig_box, status], layout=widgets.Layout(width="100%", max_width="100%"))
     panel.add_class("scansnap-panel")
+    panel.controls, panel.figure, panel.status = bar_box, figure, status
     panel.redraw = redraw          # for tests and for a chapter that wants to force a redraw
     panel._repr_png_ = lambda: print_png   # the printed edition's figure (the HTML shows the widget)
     return panel

@@ -1,6 +1,8 @@
 """The book's figure style (scansnap.plots) and slider panels (scansnap.ui), without a browser."""
 from __future__ import annotations
 
+import math
+
 import matplotlib
 import numpy as np
 import pytest
@@ -150,7 +152,8 @@ def test_precomputed_panel_shares_axes_limits_and_answers_without_redrawing():
                             a=widgets.SelectionSlider(options=(1.0, 3.0), value=1.0, description="η_Y"),
                             kind=widgets.SelectionSlider(options=("up", "down"), value="up", description="kind"))
     assert len(calls) == 4                                          # the whole grid, once
-    controls, figure, status = panel.children
+    controls, figure, status = panel.controls, panel.figure, panel.status
+    assert panel.children[0] is controls and panel.children[2] is status     # no header without a title
     assert "scansnap-panel" in panel._dom_classes and status.layout.display == "none"
     if ui._widgets_major() >= 8:
         s = controls.children[0]
@@ -194,9 +197,9 @@ def test_kernel_only_panel_draws_the_current_value_and_redraws():
     panel = ui.slider_panel(_draw_factory(calls), precompute=False,
                             a=widgets.FloatLogSlider(value=1.0, min=-1, max=1, description="η_Z"))
     assert calls == [(1.0, "up")]
-    image = panel.children[1]
+    image = panel.figure
     first = image.value
-    panel.children[0].children[0].value = 5.0
+    panel.controls.children[0].value = 5.0
     assert calls[-1] == (5.0, "up") and image.value != first
 
 
@@ -231,8 +234,8 @@ def test_a_failing_redraw_says_so_on_the_panel():
     panel = ui.slider_panel(draw, precompute=False, a=widgets.SelectionSlider(options=(1, 2), value=1, description="a"))
     broken.append(True)
     with pytest.raises(ValueError, match="must be positive"):
-        panel.children[0].children[0].value = 2
-    assert "redraw failed: ValueError: eta_Y must be positive" in panel.children[2].value
+        panel.controls.children[0].value = 2
+    assert "redraw failed: ValueError: eta_Y must be positive" in panel.status.value
 
 
 def test_inline_figures_are_never_wider_than_the_output_area_at_2x():
@@ -320,3 +323,51 @@ def test_shared_mathtext_cache_gives_the_same_images_and_is_used():
             assert plots._retina_png(fig())[0] == other
     finally:
         mathtext.MathTextParser._parse_cached = before
+
+
+def test_figures_carry_their_smallest_text_size_in_the_png():
+    """book.setup()'s PNGs (and the slider panels') carry the smallest font they were drawn with,
+    in CSS px at their display size: the page keeps a figure wide enough to read it."""
+    fig = Figure(figsize=(6.8, 3.0))
+    ax = fig.subplots()
+    ax.plot([0, 1], [0, 1])
+    ax.tick_params(labelsize=9)
+    ax.set_xlabel("x", fontsize=10)
+    ax.set_title("a small note", fontsize=7)
+    png, meta = plots._retina_png(fig)
+    rec = plots.read_png_meta(png)
+    assert rec["css_width"] == meta["width"]
+    # 7 pt at the PNG's own CSS px per inch (at most 100: a 6.8 in figure cropped to its ink is shown at ~97)
+    assert 7 * 90 / 72 < rec["min_font_px"] <= 7 * 100 / 72 + 1e-9, rec
+    assert plots.legible_width(rec) == pytest.approx(rec["css_width"] * plots.MIN_TEXT_PX / rec["min_font_px"])
+    ax.set_title("")                              # now the 9 pt tick labels are the smallest text
+    rec9 = plots.read_png_meta(plots._retina_png(fig)[0])
+    assert rec9["min_font_px"] > rec["min_font_px"] and plots.legible_width(rec9) < plots.legible_width(rec)
+    png_ui, width = ui._png(fig)
+    assert plots.read_png_meta(png_ui)["css_width"] == width
+    assert plots.read_png_meta(b"\x89PNG\r\n\x1a\n") is None and plots.read_png_meta(b"GIF89a") is None
+    assert plots.legible_width(None) is None and plots.legible_width({"min_font_px": None, "css_width": 9}) is None
+
+
+def test_panel_has_a_title_a_question_accent_knobs_and_a_legible_figure():
+    import ipywidgets as widgets
+
+    panel = ui.slider_panel(_draw_factory([]), progress=False, title="Where does it go?",
+                            question="Raise <i>a</i>: which way?",
+                            a=widgets.SelectionSlider(options=(1.0, 3.0), value=1.0, description="η_Y"))
+    head = panel.children[0]
+    assert isinstance(head, widgets.HTML) and "Where does it go?" in head.value and "<i>a</i>" in head.value
+    assert panel.children[1] is panel.controls and panel.children[3] is panel.status
+    box = panel.children[2]
+    assert "scansnap-figure" in box._dom_classes and box.children[0] is panel.figure
+    slider = panel.controls.children[0]
+    assert slider.style.handle_color == ui.ACCENT
+
+    def leaves(w):
+        return [w] if isinstance(w, widgets.Image) else [x for c in w.children for x in leaves(c)]
+    for leaf in leaves(panel.figure):
+        rec = plots.read_png_meta(leaf.value)
+        want = min(rec["css_width"], rec["css_width"] * plots.MIN_TEXT_PX / rec["min_font_px"])
+        assert leaf.layout.min_width == f"{math.ceil(want)}px", (leaf.layout.min_width, rec)
+    with pytest.raises(TypeError, match="title must be a string"):
+        ui.slider_panel(_draw_factory([]), progress=False, title=3, a=widgets.SelectionSlider(options=(1, 2)))

@@ -44,12 +44,17 @@ for precompute in (True, False):
     calls.clear()
     panel = slider_panel(draw, precompute=precompute, progress=False,
                          eta_y=ipywidgets.SelectionSlider(options=(0.5, 1.0, 2.0), value=1.0, description="η_Y"),
-                         seed=ipywidgets.SelectionSlider(options=(0, 1), value=0, description="seed"))
-    controls, figure, status = panel.children
+                         seed=ipywidgets.SelectionSlider(options=(0, 1), value=0, description="seed"),
+                         title="A title", question="Raise η<sub>Y</sub>: what changes?")
+    controls, figure, status = panel.controls, panel.figure, panel.status
+    head = panel.children[0]                                    # the title and question, as HTML
+    assert isinstance(head, ipywidgets.HTML) and "A title" in head.value and "what changes?" in head.value
+    assert scansnap.ui.ACCENT in controls.children[0].children[0].value      # accent knobs: the panel's own CSS
     assert isinstance(figure, ipywidgets.Image), type(figure)
     assert len(calls) == (6 if precompute else 1), calls
     row = controls.children[0]                                  # an HTML label beside the slider
-    assert isinstance(row.children[0], ipywidgets.HTML) and row.children[0].value.startswith("η<span") and "vertical-align:sub" in row.children[0].value
+    label = row.children[0].value.replace(scansnap.ui.ACCENT_CSS_7, "")
+    assert isinstance(row.children[0], ipywidgets.HTML) and label.startswith("η<span") and "vertical-align:sub" in label
     slider = row.children[1]
     assert slider.description == ""
     before = figure.value

@@ -106,6 +106,7 @@
       toPos = function (v) { return v; };
     }
     input.value = toPos(value);
+    panel.ends[name] = [toValue(Number(input.min)), toValue(Number(input.max))];
     var show = function (v) {
       out.textContent = fmt(v);
       input.setAttribute("aria-valuetext", fmt(v));
@@ -131,12 +132,16 @@
     var cs = getComputedStyle(el), g = function (k) { return cs.getPropertyValue(k).trim(); };
     return { fg: g("--yz-fg"), muted: g("--yz-muted"), grid: g("--yz-grid"), frame: g("--yz-frame"),
              bg: g("--yz-bg"), band: g("--yz-band"), c0: g("--yz-c0"), c1: g("--yz-c1"), ref: g("--yz-ref"),
-             dark: g("--yz-dark") === "1" };
+             ghost: g("--yz-ghost"), dark: g("--yz-dark") === "1" };
   }
 
   var VIRIDIS = [[68, 1, 84], [65, 68, 135], [42, 120, 142], [34, 168, 132], [122, 209, 81], [253, 231, 37]];
+  /** A sequence colour for t in [0, 1] (a token's rank by P, a step's place in the run): the
+   * high end stands out in both modes. On a light page t = 1 is viridis' darkest purple and t = 0
+   * a teal that keeps 3:1 contrast on white (viridis' yellow-green end would not); on a dark page
+   * t = 1 is its yellow and t = 0 a blue that keeps 3:1 on the dark canvas (its purple would not). */
   function viridis(t, dark) {
-    t = dark ? 0.25 + 0.75 * t : 0.9 * t;            // the darkest purple vanishes on a dark page
+    t = dark ? 0.32 + 0.68 * t : 0.62 * (1 - t);
     t = Math.min(1, Math.max(0, t)) * (VIRIDIS.length - 1);
     var i = Math.min(VIRIDIS.length - 2, Math.floor(t)), f = t - i, a = VIRIDIS[i], b = VIRIDIS[i + 1];
     return "rgb(" + [0, 1, 2].map(function (k) { return Math.round(a[k] + f * (b[k] - a[k])); }).join(",") + ")";
@@ -232,8 +237,11 @@
     this.fs = fs;
     var ytl = (this.ylog ? this.yt : this.yt.ticks).map(function (v) { return tickLabel(v, self.ylog, self.yt.step); });
     var yw = Math.max.apply(null, ytl.map(function (s) { return richWidth(ctx, s, fs); }).concat([8]));
-    var left = box.x + (o.ylabel ? fs + 8 : 0) + yw + 8;
-    var top = box.y + (o.title ? fs + 10 : 6);
+    var left = Math.max(box.x + (o.ylabel ? fs + 8 : 0) + yw + 8, o.left || 0);
+    // above the plot, never on the data: the title, the legend (in as many rows as it needs) and a
+    // strip for the labels of marked positions (t_0) and of regions (common / distinct)
+    this.lg = o.legend && o.legend.length ? legendRows(ctx, o.legend, box.w - 8, fs - 1) : null;
+    var top = box.y + (o.title ? fs + 10 : 6) + (this.lg ? this.lg.h + 4 : 0) + (o.marks ? fs + 4 : 0);
     var bottom = box.y + box.h - (o.xlabel ? 2 * fs + 12 : fs + 10);
     var right = box.x + box.w - (o.right || 10);
     this.r = { x: left, y: top, w: Math.max(10, right - left), h: Math.max(10, bottom - top) };
@@ -278,8 +286,12 @@
     if (o.xlabel) richText(c, fit(o.xlabel, this.box.w - 8), r.x + r.w / 2, r.y + r.h + fs * 1.6 + 6, fs, "center", th.fg);
     if (o.ylabel) richText(c, fit(o.ylabel, r.h + 20), this.box.x + fs * 0.6, r.y + r.h / 2, fs, "center", th.fg, true);
     if (o.title) richText(c, fit(o.title, this.box.w - 8), this.box.x + this.box.w / 2, this.box.y + fs * 0.5 + 2, fs, "center", th.fg);
+    if (this.lg) drawLegend(c, this.lg, this.box.x + 4, this.box.y + (o.title ? fs + 10 : 6), th);
     c.restore();
   };
+
+  /** The y of the strip above the frame where marks and regions are labelled (o.marks). */
+  Axes.prototype.markY = function () { return this.r.y - this.fs * 0.5 - 3; };
 
   Axes.prototype.clip = function () {
     this.ctx.save();
@@ -343,7 +355,8 @@
     c.strokeStyle = color; c.lineWidth = 1.4; c.setLineDash([4, 3]);
     c.beginPath(); c.moveTo(X, this.r.y); c.lineTo(X, this.r.y + this.r.h); c.stroke();
     c.restore();
-    if (label) richText(c, label, X + 4, this.r.y + this.fs * 0.7 + 2, this.fs, "left", color);
+    if (label) richText(c, label, X, this.o.marks ? this.markY() : this.r.y + this.fs * 0.7 + 2, this.fs,
+                        this.o.marks ? "center" : "left", color);
     return true;
   };
 
@@ -362,285 +375,367 @@
     richText(this.ctx, s, x, y, size || this.fs, align || "left", color || this.th.fg);
   };
 
-  /** entries: {label, color, dash, band, dot, gradient: t -> colour} in the corner `where` (ne | nw | se | sw). */
-  Axes.prototype.legend = function (entries, where, series) {
-    var c = this.ctx, fs = this.fs - 1, th = this.th, pad = 5, sw = 22, lh = fs + 5, self = this;
-    var w = 0;
-    entries.forEach(function (e) { w = Math.max(w, richWidth(c, e.label, fs)); });
-    w += sw + 3 * pad; var h = entries.length * lh + pad;
-    var r = this.r;
-    var at = function (wh) {
-      return [wh[1] === "w" ? r.x + 6 : r.x + r.w - w - 6, wh[0] === "s" ? r.y + r.h - h - 6 : r.y + 6];
-    };
-    if (series) {   // the corner that hides the fewest points of `series` ([[xs, ys], ...]); `where` first on ties
-      var best = null, bestN = Infinity;
-      [where, "ne", "nw", "se", "sw"].forEach(function (wh) {
-        var p = at(wh), n = 0;
-        series.forEach(function (sr) {
-          for (var i = 0; i < sr[0].length; i++) {
-            var X = self.X(sr[0][i]), Y = self.Y(sr[1][i]);
-            if (X >= p[0] - 4 && X <= p[0] + w + 4 && Y >= p[1] - 4 && Y <= p[1] + h + 4) n++;
-          }
-        });
-        if (n < bestN) { bestN = n; best = wh; }
-      });
-      where = best;
-    }
-    var xy = at(where || "ne"), x = xy[0], y = xy[1];
-    c.save();
-    c.globalAlpha = 0.85; c.fillStyle = th.bg; c.fillRect(x, y, w, h); c.globalAlpha = 1;
-    c.strokeStyle = th.grid; c.strokeRect(x + 0.5, y + 0.5, w, h);
-    entries.forEach(function (e, i) {
-      var yy = y + pad + i * lh + lh / 2 - 2, x0 = x + pad;
-      if (e.band) { c.fillStyle = e.color; c.fillRect(x0, yy - 4, sw, 8); }
-      else if (e.dot) { c.fillStyle = e.color; c.beginPath(); c.arc(x0 + sw / 2, yy, 2.8, 0, 2 * Math.PI); c.fill(); }
-      else if (e.gradient) {
-        for (var k = 0; k < sw; k++) { c.fillStyle = e.gradient(k / (sw - 1)); c.fillRect(x0 + k, yy - 4, 1.2, 8); }
-      } else {
-        c.strokeStyle = e.color; c.lineWidth = 1.8; c.setLineDash(e.dash || []);
-        c.beginPath(); c.moveTo(x0, yy); c.lineTo(x0 + sw, yy); c.stroke(); c.setLineDash([]);
-      }
-      richText(c, e.label, x0 + sw + pad, yy, fs, "left", th.fg);
+  /** A legend above the plot: entries {label, color, dash, band, dot, ghost, gradient: t -> colour},
+   * laid out left to right in rows no wider than `width`. Returns {rows, h, fs}. */
+  function legendRows(ctx, entries, width, fs) {
+    var sw = 20, gap = 14, rows = [[]], x = 0;
+    entries.forEach(function (e) {
+      var w = sw + 5 + richWidth(ctx, e.label, fs);
+      if (x > 0 && x + w > width) { rows.push([]); x = 0; }
+      rows[rows.length - 1].push({ e: e, x: x });
+      x += w + gap;
     });
-    c.restore();
-  };
+    return { rows: rows, h: rows.length * (fs + 6), fs: fs, sw: sw };
+  }
 
-  function extent(arrs, log) {
-    var lo = Infinity, hi = -Infinity;
-    arrs.forEach(function (a) {
-      for (var i = 0; i < a.length; i++) {
-        var v = a[i];
-        if (!isFinite(v) || (log && v <= 0)) continue;
-        if (v < lo) lo = v; if (v > hi) hi = v;
-      }
+  function drawLegend(c, lg, x, y, th) {
+    var fs = lg.fs, sw = lg.sw, lh = fs + 6;
+    lg.rows.forEach(function (row, r) {
+      var yy = y + r * lh + lh / 2;
+      row.forEach(function (it) {
+        var e = it.e, x0 = x + it.x;
+        c.save();
+        if (e.band) { c.fillStyle = e.color; c.fillRect(x0, yy - 4, sw, 8); }
+        else if (e.dot) { c.fillStyle = e.color; c.beginPath(); c.arc(x0 + sw / 2, yy, 2.8, 0, 2 * Math.PI); c.fill(); }
+        else if (e.hollow) { c.strokeStyle = e.color; c.lineWidth = 1.5; c.strokeRect(x0 + 3.5, yy - 4.5, sw - 7, 9); }
+        else if (e.gradient) {
+          for (var k = 0; k < sw; k++) { c.fillStyle = e.gradient(k / (sw - 1)); c.fillRect(x0 + k, yy - 4, 1.2, 8); }
+        } else {
+          c.strokeStyle = e.color; c.lineWidth = e.width || 1.8; c.setLineDash(e.dash || []);
+          c.beginPath(); c.moveTo(x0, yy); c.lineTo(x0 + sw, yy); c.stroke(); c.setLineDash([]);
+        }
+        c.restore();
+        richText(c, e.label, x0 + sw + 5, yy, fs, "left", th.fg);
+      });
     });
-    if (!(lo <= hi)) return log ? [0.1, 1] : [0, 1];
-    if (log) { if (hi / lo < 10) { var m = Math.sqrt(hi * lo); lo = Math.min(lo, m / 3.2); hi = Math.max(hi, m * 3.2); } return [lo / 1.3, hi * 1.3]; }
-    if (hi - lo < 1e-12) { lo -= 0.5; hi += 0.5; }
-    var pad = 0.06 * (hi - lo);
-    return [lo - pad, hi + pad];
   }
 
   function range0(n, start) { var a = new Array(n); for (var i = 0; i < n; i++) a[i] = i + (start || 0); return a; }
 
   // ----------------------------------------------------------------------------------
-  // The views (each draws from the run's records: loss[s], entropy[s], rows[s] = c_n at step s)
+  // The views. Each draws a run (its records: loss[s], entropy[s], rows[s] = c_n at step s) in
+  // fixed axes (the panel's frame: the default run and the main slider's two ends, grown only if a
+  // later run leaves it), with the default run behind it as a faint ghost once a slider moved.
+  // range(run) gives the extents a view needs for its frame; metrics(run) the numbers the line
+  // "what changed" compares.
   // ----------------------------------------------------------------------------------
+
+  // A run: {rec, values, classes, cls, S0, nc, limit}
+  function row(run, s) { return run.rec.rows.subarray(s * run.S0, (s + 1) * run.S0); }
 
   // Momentum's clock (the intro's box, chapter 5): gamma is drawn against tau(s) and t_0 marked
   // where tau reaches it (YZ.clockTau, YZ.clockSteps).
-  function momentumOf(p) { return p.values.optimizer === "sgd" ? p.values.momentum : 0; }
+  function momentumOf(v) { return v.optimizer === "sgd" ? v.momentum : 0; }
 
-  function t0Plain(p) {
-    var c = p.classes;
-    try { return YZ.transitionTime(c.M, c.K, p.values.eta_y); } catch (e) { return NaN; }   // M < 4: no t_0
+  function t0Plain(run) {
+    try { return YZ.transitionTime(run.classes.M, run.classes.K, run.values.eta_y); } catch (e) { return NaN; }   // M < 4: no t_0
   }
 
-  function rateNote(p, short) {
-    var v = p.values;
+  function t0Of(run) { return YZ.clockSteps(t0Plain(run), momentumOf(run.values)); }
+
+  function sgd(run) { return run.values.optimizer === "sgd" && isFinite(t0Of(run)); }
+
+  function rateNote(run, short) {
+    var v = run.values;
     if (v.optimizer !== "sgd") return null;
-    var t0 = t0Of(p), head = "t_0" + (isFinite(t0) ? " = " + fmt(t0, 2) : "");   // its value, in steps
+    var t0 = t0Of(run), head = "t_0" + (isFinite(t0) ? " = " + fmt(t0, 2) : "");   // its value, in steps
     if (!v.momentum) return head + " (plain SGD at \u03b7_Y = " + fmt(v.eta_y) + ")";
     return head + (short ? " (momentum's clock)" : " on momentum's clock (\u03b2 = " + fmt(v.momentum) +
-      "; plain SGD: " + fmt(t0Plain(p), 3) + ")");
+      "; plain SGD: " + fmt(t0Plain(run), 3) + ")");
   }
 
-  function t0Of(p) { return YZ.clockSteps(t0Plain(p), momentumOf(p)); }
+  function maxOf(a, n) { var m = -Infinity; for (var i = 0; i < (n === undefined ? a.length : n); i++) if (a[i] > m) m = a[i]; return m; }
+  function finite(a) { return Array.prototype.filter.call(a, function (v) { return isFinite(v); }); }
 
+  /** Limits from a frame's extents: linear from zero, linear padded, or log (a decade at least). */
+  function zeroLim(e) { return [0, (e && e[1] > 0 ? e[1] : 1) * 1.08]; }
+  function padLim(e) {
+    if (!e || !(e[0] <= e[1])) return [0, 1];
+    var lo = e[0], hi = e[1];
+    if (hi - lo < 1e-12) { lo -= 0.5; hi += 0.5; }
+    var pad = 0.06 * (hi - lo);
+    return [lo - pad, hi + pad];
+  }
+  function logLim(e) {
+    if (!e || !(e[0] > 0 && e[0] <= e[1])) return [0.1, 1];
+    var lo = e[0], hi = e[1];
+    if (hi / lo < 10) { var m = Math.sqrt(hi * lo); lo = Math.min(lo, m / 3.2); hi = Math.max(hi, m * 3.2); }
+    return [lo / 1.3, hi * 1.3];
+  }
+  // On a log axis a value below LOG_FLOOR is zero to the eye (a loss of 1e-17 is rounding): the axes
+  // stop there, so a run that learns its data exactly does not stretch them over ten more decades.
+  var LOG_FLOOR = 1e-6;
+  function span(vals, log) {
+    var lo = Infinity, hi = -Infinity;
+    vals.forEach(function (v) { if (isFinite(v) && (!log || v > 0)) { if (v < lo) lo = v; if (v > hi) hi = v; } });
+    if (log && lo <= hi) { lo = Math.max(lo, Math.min(LOG_FLOOR, hi)); }
+    return lo <= hi ? [lo, hi] : null;
+  }
 
-  function row(p, s) { return p.rec.rows.subarray(s * p.S0, (s + 1) * p.S0); }
+  // the ghost's look: the default run, faint, behind the current one
+  var GHOST = { width: 2.6, alpha: 0.55 };
+
+  function topToken(run) {            // the largest attention on one distinct token at the last step
+    var r = row(run, run.rec.recorded - 1);
+    return maxOf(r.subarray(run.nc));
+  }
 
   var VIEWS = {};
 
   VIEWS.cn = {
-    title: "c_n over class tokens", height: 0.55, min: 250, max: 330, wide: true,
-    draw: function (p, ctx, box, th) {
-      var cl = p.classes, n = p.cls, S0 = p.S0, nc = cl.nCommon[n];
-      var steps = p.snapSteps().filter(function (s) { return s < p.rec.recorded; });
-      var ys = steps.map(function (s) { return row(p, s); });
-      var yl = extent(ys.concat([[0]]), false);
-      yl[0] = 0;
-      var ax = new Axes(ctx, box, { xlim: [-0.6, S0 - 0.4], ylim: yl, noxticks: true, noxgrid: true,
-        ylabel: ["attention c_{l|n} (Eq. 5)", "c_{l|n}"], xlabel: ["token of class " + n + " (next token " + cl.next[n] +
+    title: "c_n over class tokens", height: 0.55, min: 260, max: 340, wide: true,
+    range: function (run) {
+      var hi = 0;
+      run.snaps.forEach(function (s) { if (s < run.rec.recorded) hi = Math.max(hi, maxOf(row(run, s))); });
+      return { y: [0, hi] };
+    },
+    draw: function (p, ctx, box, th, run, ghost, frame) {
+      var cl = run.classes, n = run.cls, S0 = run.S0, nc = run.nc;
+      var steps = run.snaps.filter(function (s) { return s < run.rec.recorded; });
+      var ys = steps.map(function (s) { return row(run, s); }), all = run.snaps;
+      var legend = steps.map(function (s) { return { label: "step " + s, color: viridis(all.indexOf(s) / Math.max(1, all.length - 1), th.dark) }; });
+      if (ghost) legend.push({ label: "default run, step " + ghost.values.steps, color: th.ghost, width: GHOST.width });
+      var ax = new Axes(ctx, box, { xlim: [-0.6, S0 - 0.4], ylim: zeroLim(frame.y), noxticks: true, noxgrid: true, marks: true,
+        legend: legend, ylabel: ["attention c_{l|n} (Eq. 5)", "c_{l|n}"], xlabel: ["token of class " + n + " (next token " + cl.next[n] +
         "): common, then distinct by increasing P", "token of class " + n + ": common, then distinct by P", "token"] }, th);
       if (nc) ax.xspan(-0.5, nc - 0.5, th.band);
       ax.frame();
       var every = Math.max(1, Math.ceil(S0 / (ax.r.w / 22)));
       for (var k = 0; k < S0; k += every) ax.text(String(cl.order[n][k]), ax.X(k), ax.r.y + ax.r.h + ax.fs * 0.5 + 4, "center", th.muted, ax.fs - 1);
-      if (nc) ax.text("common", ax.X((nc - 1) / 2), ax.r.y + ax.fs, "center", th.muted);
-      if (S0 > nc) ax.text("distinct (P \u2192)", ax.X(nc + (S0 - nc - 1) / 2), ax.r.y + ax.fs, "center", th.muted);
-      var xs = range0(S0), all = p.snapSteps(), legend = [];
-      steps.forEach(function (s, i) {
-        var col = viridis(all.indexOf(s) / Math.max(1, all.length - 1), th.dark);
-        ax.line(xs, ys[i], { color: col, marker: 2.5, width: 1.4 });
-        legend.push({ label: "step " + s, color: col });
-      });
-      if (legend.length) ax.legend(legend, "nw", ys.map(function (y) { return [xs, y]; }));
+      if (nc) ax.text("common", ax.X((nc - 1) / 2), ax.markY(), "center", th.muted);
+      if (S0 > nc) ax.text("distinct (P \u2192)", ax.X(nc + (S0 - nc - 1) / 2), ax.markY(), "center", th.muted);
+      var xs = range0(S0);
+      if (ghost) { ax.line(xs, row(ghost, ghost.rec.recorded - 1), { color: th.ghost, width: GHOST.width, alpha: GHOST.alpha }); p.ghostMarks += 1; }
+      steps.forEach(function (s, i) { ax.line(xs, ys[i], { color: legend[i].color, marker: 2.5, width: 1.4 }); });
     },
-    describe: function (p) {
-      var last = p.rec.recorded - 1, r = row(p, last), nc = p.classes.nCommon[p.cls], com = 0, dis = 0;
-      for (var k = 0; k < p.S0; k++) (k < nc ? (com += r[k]) : (dis += r[k]));
-      return "Attention c_n of class " + p.cls + " at step " + last + ": " + fmt(com, 2) + " on common tokens, " +
+    describe: function (run) {
+      var last = run.rec.recorded - 1, r = row(run, last), com = 0, dis = 0;
+      for (var k = 0; k < run.S0; k++) (k < run.nc ? (com += r[k]) : (dis += r[k]));
+      return "Attention c_n of class " + run.cls + " at step " + last + ": " + fmt(com, 2) + " on common tokens, " +
              fmt(dis, 2) + " on distinct tokens.";
     },
+    metrics: function (run) { return [["top token", topToken(run), 2]]; },
   };
 
   VIEWS.loss = {
-    title: "loss", height: 0.62, min: 220, max: 290,
-    draw: function (p, ctx, box, th) {
-      var L = p.rec.loss.subarray(0, p.rec.nLoss), xs = range0(L.length);
-      var R = p.rec.refLoss ? p.rec.refLoss.subarray(0, p.rec.nLoss) : null;
-      var ax = new Axes(ctx, box, { xlim: [0, Math.max(1, p.values.steps - 1)], ylim: extent(R ? [L, R] : [L], true),
+    title: "loss", height: 0.62, min: 230, max: 300,
+    range: function (run) {
+      var n = run.rec.nLoss, vals = finite(run.rec.loss.subarray(0, n));
+      if (run.rec.refLoss) vals = vals.concat(finite(run.rec.refLoss.subarray(0, n)));
+      return { y: span(vals, true) };
+    },
+    draw: function (p, ctx, box, th, run, ghost, frame) {
+      var L = run.rec.loss.subarray(0, run.rec.nLoss), xs = range0(L.length);
+      var R = run.rec.refLoss ? run.rec.refLoss.subarray(0, run.rec.nLoss) : null;
+      var lg = [{ label: run.limit ? "expected loss (T\u2192\u221e)" : "batch loss", color: th.c0 }];
+      if (R) lg.push({ label: "T\u2192\u221e, same init", color: th.ref, dash: [5, 3] });
+      if (ghost) lg.push({ label: "default run", color: th.ghost, width: GHOST.width });
+      var ax = new Axes(ctx, box, { xlim: [0, Math.max(1, run.values.steps - 1)], ylim: logLim(frame.y), legend: lg,
         ylog: true, xlabel: "step", ylabel: "training loss" }, th);
       ax.frame();
+      if (ghost) { var G = ghost.rec.loss.subarray(0, ghost.rec.nLoss); ax.line(range0(G.length), G, { color: th.ghost, width: GHOST.width, alpha: GHOST.alpha }); p.ghostMarks += 1; }
       if (R) ax.line(xs, R, { color: th.ref, dash: [5, 3], width: 1.4 });
       ax.line(xs, L, { color: th.c0 });
-      var lg = [{ label: p.limit ? "expected loss (T\u2192\u221e)" : "batch loss", color: th.c0 }];
-      if (R) lg.push({ label: "T\u2192\u221e, same init", color: th.ref, dash: [5, 3] });
-      ax.legend(lg, "ne", R ? [[xs, L], [xs, R]] : [[xs, L]]);
     },
-    describe: function (p) {
-      var L = p.rec.loss, n = p.rec.nLoss;
+    describe: function (run) {
+      var L = run.rec.loss, n = run.rec.nLoss;
       return n ? "Training loss from " + fmt(L[0], 3) + " at step 0 to " + fmt(L[n - 1], 3) + " at step " + (n - 1) + "." : "";
+    },
+    metrics: function (run) {          // the batch loss is noisy: the mean of the last tenth of the steps
+      var n = run.rec.nLoss, k = Math.max(1, Math.round(n / 10)), s = 0;
+      for (var i = n - k; i < n; i++) s += run.rec.loss[i];
+      return [["final loss", s / k, 2]];
     },
   };
 
   VIEWS.entropy = {
-    title: "distinct-token entropy", height: 0.62, min: 220, max: 290,
-    draw: function (p, ctx, box, th) {
-      var E = p.rec.entropy.subarray(0, p.rec.recorded), xs = range0(E.length);
-      var R = p.rec.refEntropy ? p.rec.refEntropy.subarray(0, p.rec.recorded) : null;
-      var yl = extent(R ? [E, R] : [E], false);
-      var ax = new Axes(ctx, box, { xlim: [0, p.values.steps], ylim: yl, xlabel: "step",
+    title: "distinct-token entropy", height: 0.62, min: 230, max: 300,
+    range: function (run) {
+      var n = run.rec.recorded, vals = finite(run.rec.entropy.subarray(0, n));
+      if (run.rec.refEntropy) vals = vals.concat(finite(run.rec.refEntropy.subarray(0, n)));
+      return { y: span(vals, false) };
+    },
+    draw: function (p, ctx, box, th, run, ghost, frame) {
+      var E = run.rec.entropy.subarray(0, run.rec.recorded), xs = range0(E.length);
+      var R = run.rec.refEntropy ? run.rec.refEntropy.subarray(0, run.rec.recorded) : null;
+      var lg = [{ label: "mean over the " + run.classes.K + " classes", color: th.c0 }];
+      if (R) lg.push({ label: "T\u2192\u221e, same init", color: th.ref, dash: [5, 3] });
+      if (ghost) lg.push({ label: "default run", color: th.ghost, width: GHOST.width });
+      var ax = new Axes(ctx, box, { xlim: [0, run.values.steps], ylim: padLim(frame.y), xlabel: "step", legend: lg,
         ylabel: ["entropy of c_n on distinct tokens", "entropy on distinct tokens", "entropy"] }, th);
       ax.frame();
+      if (ghost) { var G = ghost.rec.entropy.subarray(0, ghost.rec.recorded); ax.line(range0(G.length), G, { color: th.ghost, width: GHOST.width, alpha: GHOST.alpha }); p.ghostMarks += 1; }
       if (R) ax.line(xs, R, { color: th.ref, dash: [5, 3], width: 1.4 });
       ax.line(xs, E, { color: th.c0 });
-      var lg = [{ label: "mean over the " + p.classes.K + " classes", color: th.c0 }];
-      if (R) lg.push({ label: "T\u2192\u221e, same init", color: th.ref, dash: [5, 3] });
-      ax.legend(lg, "ne", R ? [[xs, E], [xs, R]] : [[xs, E]]);
     },
-    describe: function (p) {
-      var E = p.rec.entropy, n = p.rec.recorded;
+    describe: function (run) {
+      var E = run.rec.entropy, n = run.rec.recorded;
       return "Distinct-token entropy from " + fmt(E[0], 3) + " to " + fmt(E[n - 1], 3) + " at step " + (n - 1) + ".";
     },
+    metrics: function (run) { return [["entropy", run.rec.entropy[run.rec.recorded - 1], -2]]; },
   };
 
+  /** gamma(t) of Eq. 85 at each step (on momentum's clock), divided by its peak. */
+  function gammaCurve(run) {
+    var steps = run.values.steps, g = new Float64Array(steps + 1), gm = 0, s, cl = run.classes;
+    for (s = 0; s <= steps; s++) { g[s] = YZ.gamma(YZ.clockTau(s, momentumOf(run.values)), cl.M, cl.K, run.values.eta_y, false); gm = Math.max(gm, g[s]); }
+    if (gm > 0) for (s = 0; s <= steps; s++) g[s] /= gm;
+    return g;
+  }
+
+  function tokenSeries(run, k) {
+    var N = run.rec.recorded, ys = new Float64Array(N);
+    for (var s = 0; s < N; s++) ys[s] = run.rec.rows[s * run.S0 + k];
+    return ys;
+  }
+
   VIEWS.scan = {
-    title: "scan", height: 0.72, min: 330, max: 460, wide: true,
-    draw: function (p, ctx, box, th) {
-      var cl = p.classes, n = p.cls, S0 = p.S0, nc = cl.nCommon[n], N = p.rec.recorded, steps = p.values.steps;
+    title: "scan", height: 0.78, min: 360, max: 500, wide: true,
+    range: function (run) {
+      var N = run.rec.recorded;
+      return { y: [0, maxOf(run.rec.rows, N * run.S0)] };
+    },
+    draw: function (p, ctx, box, th, run, ghost, frame) {
+      var n = run.cls, S0 = run.S0, nc = run.nc, N = run.rec.recorded, steps = run.values.steps;
       var xs = range0(N), k, s;
-      var top = { x: box.x, y: box.y, w: box.w, h: Math.round(box.h * 0.64) };
+      var top = { x: box.x, y: box.y, w: box.w, h: Math.round(box.h * 0.66) };
       var bot = { x: box.x, y: top.y + top.h, w: box.w, h: box.h - top.h };
-      var lo = new Float64Array(N), hi = new Float64Array(N), ymax = 0;
+      var lo = new Float64Array(N), hi = new Float64Array(N);
       for (s = 0; s < N; s++) {
-        var r = row(p, s), a = Infinity, b = -Infinity;
-        for (k = 0; k < S0; k++) { if (k < nc) { a = Math.min(a, r[k]); b = Math.max(b, r[k]); } ymax = Math.max(ymax, r[k]); }
+        var r = row(run, s), a = Infinity, b = -Infinity;
+        for (k = 0; k < nc; k++) { a = Math.min(a, r[k]); b = Math.max(b, r[k]); }
         lo[s] = a; hi[s] = b;
       }
-      var ax = new Axes(ctx, top, { xlim: [0, steps], ylim: [0, (ymax || 1) * 1.08], noxticks: true,
-        ylabel: "c_{l|n}", title: ["Scan: attention of class " + n + "'s query on each token", "Scan: c_{l|n} of each token"] }, th);
+      var col = function (t) { return viridis(t, th.dark); };
+      var lg = [];
+      if (nc) lg.push({ label: "common tokens (" + nc + ")", color: th.band, band: true });
+      if (S0 > nc) lg.push({ label: "distinct, P low \u2192 high", gradient: col });
+      if (ghost) lg.push({ label: "default run", color: th.ghost, width: GHOST.width });
+      var on = sgd(run), t0 = t0Of(run), g0 = ghost && sgd(ghost) ? t0Of(ghost) : NaN;
+      var oTop = { xlim: [0, steps], ylim: zeroLim(frame.y), noxticks: true, marks: true, legend: lg,
+        ylabel: "c_{l|n}", title: ["Scan: attention of class " + n + "'s query on each token", "Scan: c_{l|n} of each token"] };
+      var oBot = { xlim: [0, steps], ylim: [0, 1.12], yn: 2, ylabel: ["\u03b3 \u00f7 peak", "\u03b3"],
+        xlabel: on ? ["step t;  \u03b3 (Eq. 85) and " + rateNote(run), "step t;  " + rateNote(run, true), "step t"] : "step t" };
+      var ax = new Axes(ctx, top, oTop, th), bx = new Axes(ctx, bot, oBot, th);
+      if (ax.r.x !== bx.r.x) {        // one x axis for both: the same left edge
+        oTop.left = oBot.left = Math.max(ax.r.x, bx.r.x);
+        ax = new Axes(ctx, top, oTop, th); bx = new Axes(ctx, bot, oBot, th);
+      }
       ax.frame();
+      if (ghost && ghost.S0 === S0) {
+        for (k = ghost.nc; k < S0; k++) ax.line(range0(ghost.rec.recorded), tokenSeries(ghost, k), { color: th.ghost, width: 1.6, alpha: GHOST.alpha });
+        if (isFinite(g0) && g0 <= steps) ax.line([g0, g0], [0, ax.o.ylim[1]], { color: th.ghost, width: 1.4, dash: [4, 3] });
+        p.ghostMarks += 1;
+      }
       if (nc) {
         ax.band(xs, lo, hi, th.band);
         ax.line(xs, lo, { color: th.ref, width: 1 }); ax.line(xs, hi, { color: th.ref, width: 1 });
       }
-      var col = function (t) { return viridis(t, th.dark); };
-      for (k = nc; k < S0; k++) {
-        var ys = new Float64Array(N);
-        for (s = 0; s < N; s++) ys[s] = p.rec.rows[s * S0 + k];
-        ax.line(xs, ys, { color: col((k - nc) / Math.max(1, S0 - nc - 1)), width: 1.4 });
-      }
-      var t0 = t0Of(p), sgd = p.values.optimizer === "sgd" && isFinite(t0);
-      if (sgd) ax.vline(t0, th.fg, "t_0");
-      var lg = [];
-      if (nc) lg.push({ label: "common tokens (" + nc + ")", color: th.band, band: true });
-      if (S0 > nc) lg.push({ label: "distinct, P low \u2192 high", gradient: col });
-      var ser = [[xs, lo], [xs, hi]];
-      for (k = nc; k < S0; k++) ser.push([xs, Array.prototype.map.call(xs, function (s2) { return p.rec.rows[s2 * S0 + k]; })]);
-      ax.legend(lg, "ne", ser);
-      // gamma(t) of Eq. 85 beneath, on the same steps
-      var g = new Float64Array(steps + 1), gm = 0;
-      if (sgd) for (s = 0; s <= steps; s++) { g[s] = YZ.gamma(YZ.clockTau(s, momentumOf(p)), cl.M, cl.K, p.values.eta_y, false); gm = Math.max(gm, g[s]); }
-      var bx = new Axes(ctx, bot, { xlim: [0, steps], ylim: [0, (gm || 1) * 1.1],
-        xlabel: sgd ? ["step t;  \u03b3 (Eq. 85) and " + rateNote(p), "step t;  " + rateNote(p, true), "step t"] : "step t",
-        ylabel: "\u03b3(t)", yn: 2 }, th);
+      for (k = nc; k < S0; k++) ax.line(xs, tokenSeries(run, k), { color: col((k - nc) / Math.max(1, S0 - nc - 1)), width: 1.4 });
+      if (on && !ax.vline(t0, th.fg, "t_0")) ax.text("t_0 = " + fmt(t0, 3) + " \u2192", ax.r.x + ax.r.w, ax.markY(), "right", th.fg);
+      // gamma(t) of Eq. 85 beneath, on the same steps, divided by its peak: when the signal comes and goes
       bx.frame();
-      if (sgd) {
-        bx.line(range0(steps + 1), g, { color: th.c1 });
+      if (ghost && sgd(ghost)) bx.line(range0(ghost.values.steps + 1), gammaCurve(ghost), { color: th.ghost, width: GHOST.width, alpha: GHOST.alpha });
+      if (on) {
+        bx.line(range0(steps + 1), gammaCurve(run), { color: th.c1 });
         bx.vline(t0, th.fg);
-        if (!(t0 <= steps)) bx.text("t_0 = " + fmt(t0, 3) + " \u2192", bx.r.x + bx.r.w - 4, bx.r.y + bx.fs, "right", th.fg);
       } else {
         bx.text("\u03b3(t) and t_0 (Eq. 85) are SGD's; not drawn for Adam", bx.r.x + 6, bx.r.y + bx.r.h / 2, "left", th.muted);
       }
     },
-    describe: function (p) {
-      var t0 = t0Of(p);
-      return VIEWS.cn.describe(p) + (p.values.optimizer === "sgd" ? " t0 = " + fmt(t0, 3) + " steps." : "");
+    describe: function (run) {
+      return VIEWS.cn.describe(run) + (run.values.optimizer === "sgd" ? " t0 = " + fmt(t0Of(run), 3) + " steps." : "");
+    },
+    metrics: function (run) {
+      var out = [["top token", topToken(run), 2]];
+      if (sgd(run)) out.push(["t\u2080", t0Of(run), 2]);
+      return out;
     },
   };
 
-  function snapSeries(p) {
-    var xs = [], ys = [], N = p.rec.recorded;
+  function snapSeries(run) {
+    var xs = [], ys = [], N = run.rec.recorded;
     for (var t = 2; t < N; t *= 2) {
-      var a = row(p, t / 2), b = row(p, t), d = 0;
-      for (var k = 0; k < p.S0; k++) d += Math.abs(b[k] - a[k]);
+      var a = row(run, t / 2), b = row(run, t), d = 0;
+      for (var k = 0; k < run.S0; k++) d += Math.abs(b[k] - a[k]);
       xs.push(t); ys.push(d);
     }
     return { xs: xs, ys: ys };
   }
 
   VIEWS.snap = {
-    title: "snap", height: 0.62, min: 240, max: 320,
-    draw: function (p, ctx, box, th) {
-      var sr = snapSeries(p), steps = p.values.steps, t0 = t0Of(p);
-      var sgd = p.values.optimizer === "sgd" && isFinite(t0);
-      var ax = new Axes(ctx, box, { xlim: [1.5, Math.max(4, steps) * 1.3], ylim: extent([sr.ys], true), xlog: true,
-        ylog: true, xlabel: sgd ? ["step t;  " + rateNote(p), "step t;  " + rateNote(p, true), "step t"] : "step t",
+    title: "snap", height: 0.62, min: 250, max: 330,
+    range: function (run) { return { y: span(snapSeries(run).ys, true) }; },
+    draw: function (p, ctx, box, th, run, ghost, frame) {
+      var sr = snapSeries(run), steps = run.values.steps, t0 = t0Of(run), on = sgd(run);
+      var lg = [{ label: "this run", color: th.c0 }];
+      if (ghost) lg.push({ label: "default run", color: th.ghost, width: GHOST.width });
+      var ax = new Axes(ctx, box, { xlim: [1.5, Math.max(4, steps) * 1.3], ylim: logLim(frame.y), xlog: true, marks: true,
+        ylog: true, legend: lg, xlabel: on ? ["step t;  " + rateNote(run), "step t;  " + rateNote(run, true), "step t"] : "step t",
         ylabel: ["\u2016c_n(t) \u2212 c_n(t/2)\u2016_1", "change"],
         title: ["Snap: change of c_n per doubling of t", "change of c_n per doubling of t"] }, th);
       ax.frame();
+      if (ghost) { var gs = snapSeries(ghost); ax.line(gs.xs, gs.ys, { color: th.ghost, width: GHOST.width, alpha: GHOST.alpha }); p.ghostMarks += 1; }
       ax.line(sr.xs, sr.ys, { color: th.c0, marker: 3 });
-      if (sgd && !ax.vline(t0, th.fg, "t_0")) {
-        ax.text("t_0 = " + fmt(t0, 3) + (t0 > steps ? " \u2192" : ""), ax.r.x + ax.r.w - 4, ax.r.y + ax.fs, "right", th.fg);
+      if (on && !ax.vline(t0, th.fg, "t_0")) {
+        ax.text("t_0 = " + fmt(t0, 3) + (t0 > steps ? " \u2192" : ""), ax.r.x + ax.r.w, ax.markY(), "right", th.fg);
       }
     },
-    describe: function (p) {
-      var sr = snapSeries(p);
+    describe: function (run) {
+      var sr = snapSeries(run);
       if (!sr.ys.length) return "";
       var last = sr.ys.length - 1;
       return "Change of c_n over [" + sr.xs[last] / 2 + ", " + sr.xs[last] + "]: " + fmt(sr.ys[last], 3) +
              "; largest " + fmt(Math.max.apply(null, sr.ys), 3) + ".";
     },
+    metrics: function (run) {
+      var sr = snapSeries(run);
+      return sr.ys.length ? [["last doubling's change", sr.ys[sr.ys.length - 1], 2]] : [];
+    },
   };
 
-  function shares(p, s) {
-    var r = row(p, s), nc = p.classes.nCommon[p.cls], tot = 0, out = [];
-    for (var k = nc; k < p.S0; k++) tot += r[k];
-    for (k = nc; k < p.S0; k++) out.push(r[k] / tot);
+  function shares(run, s) {
+    var r = row(run, s), nc = run.nc, tot = 0, out = [];
+    for (var k = nc; k < run.S0; k++) tot += r[k];
+    for (k = nc; k < run.S0; k++) out.push(r[k] / tot);
     return out;
   }
 
   VIEWS.bars = {
-    title: "bars", height: 0.58, min: 240, max: 320,
-    draw: function (p, ctx, box, th) {
-      var s = p.rec.recorded - 1, sh = shares(p, s), sh0 = shares(p, 0), xs = range0(sh.length);
-      var ent = p.rec.entropy[s], v = p.values;
-      var ax = new Axes(ctx, box, { xlim: [-0.7, sh.length - 0.3], ylim: [0, Math.max.apply(null, sh.concat(sh0)) * 1.12],
-        noxgrid: true, noxticks: true, xlabel: ["distinct tokens of class " + p.cls + ", by increasing P(l|n)", "distinct tokens by P"],
+    title: "bars", height: 0.58, min: 250, max: 330,
+    range: function (run) {
+      var s = run.rec.recorded - 1;
+      return { y: [0, Math.max(maxOf(shares(run, s)), maxOf(shares(run, 0)))] };
+    },
+    draw: function (p, ctx, box, th, run, ghost, frame) {
+      var s = run.rec.recorded - 1, sh = shares(run, s), sh0 = shares(run, 0), xs = range0(sh.length);
+      var ent = run.rec.entropy[s], v = run.values;
+      var lg = [{ label: "share at step " + s, color: th.c0, band: true }, { label: "at step 0", color: th.fg, dot: true }];
+      var gh = ghost && ghost.S0 - ghost.nc === sh.length ? shares(ghost, ghost.rec.recorded - 1) : null;
+      if (gh) lg.push({ label: "default run", color: th.ghost, hollow: true });
+      var ax = new Axes(ctx, box, { xlim: [-0.7, sh.length - 0.3], ylim: zeroLim(frame.y), legend: lg,
+        noxgrid: true, noxticks: true, xlabel: ["distinct tokens of class " + run.cls + ", by increasing P(l|n)", "distinct tokens by P"],
         ylabel: "share of c_n", title: ["\u03b7_Y/\u03b7_Z = " + fmt(v.eta_y / v.eta_z) + ", step " + s +
         ": entropy " + ent.toFixed(2), "entropy " + ent.toFixed(2)] }, th);
       ax.frame();
       ax.bars(xs, sh, th.c0, 0.7);
+      if (gh) {                        // the default run's bars as outlines over the new ones
+        var c = ax.ctx;
+        ax.clip(); c.strokeStyle = th.ghost; c.lineWidth = 1.6;
+        xs.forEach(function (x, i) { var x0 = ax.X(x - 0.4), x1 = ax.X(x + 0.4), y = ax.Y(gh[i]); c.strokeRect(x0, y, x1 - x0, ax.Y(0) - y); });
+        c.restore();
+        p.ghostMarks += 1;
+      }
       ax.line(xs, sh0, { color: th.fg, dots: xs, marker: 2.8 });
-      ax.legend([{ label: "share at step " + s, color: th.c0, band: true },
-                 { label: "at step 0", color: th.fg, dot: true }], "nw", [[xs, sh], [xs, sh0], [xs, sh.map(function () { return 0; })]]);
     },
-    describe: function (p) {
-      var s = p.rec.recorded - 1, sh = shares(p, s);
+    describe: function (run) {
+      var s = run.rec.recorded - 1, sh = shares(run, s);
       return "At step " + s + " the most frequent distinct token holds " + fmt(sh[sh.length - 1] * 100, 3) +
-             "% of class " + p.cls + "'s distinct-token attention; entropy " + p.rec.entropy[s].toFixed(2) + ".";
+             "% of class " + run.cls + "'s distinct-token attention; entropy " + run.rec.entropy[s].toFixed(2) + ".";
+    },
+    metrics: function (run) {
+      var s = run.rec.recorded - 1, sh = shares(run, s);
+      return [["top share", Math.max.apply(null, sh), -2], ["entropy", run.rec.entropy[s], -2]];
     },
   };
 
@@ -713,18 +808,27 @@
     this.el = el; this.cfg = cfg;
     this.values = {};
     for (var k in cfg.values) this.values[k] = cfg.values[k] === "inf" ? Infinity : cfg.values[k];
+    this.defaults = copy(this.values);
     this.views = cfg.views;
-    this.cls = cfg.cls || 0;
+    this.ends = {};
     this.jobId = 0; this.runs = 0; this.tInput = null; this.rec = null;
+    this.frame = null;          // the axes' extents per view: {view: {key: [lo, hi]}}
+    this.ghost = null;          // the default run, drawn faintly once a slider has moved
+    this.cur = null;            // the run on show
+    this.phase = "load";        // load (the default run) -> frame (the main slider's ends) -> ready
     this.runner = new Runner(this.onSlice.bind(this));
     this.build();
   }
 
-  Panel.prototype.snapSteps = function () {
-    var steps = this.values.steps, out = {};
-    (this.cfg.cn_steps || []).forEach(function (s) { if (s <= steps) out[s] = 1; });
-    out[steps] = 1;
-    return Object.keys(out).map(Number).sort(function (a, b) { return a - b; });
+  function copy(o) { var out = {}; for (var k in o) out[k] = o[k]; return out; }
+
+  function sameValues(a, b) { for (var k in a) if (a[k] !== b[k]) return false; return true; }
+
+  /** The slider whose two ends set the axes: cfg.main, else the first slider (not a select). */
+  Panel.prototype.mainControl = function () {
+    if (this.cfg.main) return this.cfg.main;
+    for (var i = 0; i < this.cfg.controls.length; i++) if (CONTROLS[this.cfg.controls[i]].kind !== "select") return this.cfg.controls[i];
+    return null;
   };
 
   Panel.prototype.build = function () {
@@ -755,6 +859,9 @@
       self.canvases[v] = cv;
     });
     ui.appendChild(vw);
+    this.diff = document.createElement("div");
+    this.diff.className = "yz-diff";
+    ui.appendChild(this.diff);
     this.status = document.createElement("div");
     this.status.className = "yz-status";
     this.status.setAttribute("aria-live", "polite");
@@ -764,6 +871,7 @@
     el.appendChild(ui);
     el.setAttribute("data-yzlive-runs", "0");
     el.setAttribute("data-yzlive-state", "starting");
+    el.setAttribute("data-yzlive-main", this.mainControl() || "");
     // redraw on resize and on a light/dark switch
     var again = function () { self.requestDraw(); };
     if (root.ResizeObserver) { this.lastW = 0; new ResizeObserver(function () {
@@ -774,59 +882,122 @@
       mo.observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme", "class"] });
       if (document.body) mo.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-light"] });
     }
-    this.start("load");
+    this.start("load", this.values);
   };
 
   Panel.prototype.set = function (name, value, how) {
     this.values[name] = value;
-    if (name === "num_last" || name === "num_distinct") this.classes = null;
+    if (this.phase === "frame") this.phase = "ready";   // the reader moved first: the frame grows as runs come
     this.tInput = now();
-    this.start(how);
+    this.start(how, this.values);
   };
 
-  Panel.prototype.dataSpec = function () {
-    var d = {}, v = this.values;
-    for (var k in this.cfg.data) d[k] = this.cfg.data[k];
+  function dataSpec(cfg, v) {
+    var d = {};
+    for (var k in cfg.data) d[k] = cfg.data[k];
     if (v.num_last !== undefined) d.numLast = v.num_last;
     if (v.num_distinct !== undefined) d.numDistinct = v.num_distinct;
     return d;
+  }
+
+  Panel.prototype.snapSteps = function (v) {
+    var steps = v.steps, out = {};
+    (this.cfg.cn_steps || []).forEach(function (s) { if (s <= steps) out[s] = 1; });
+    out[steps] = 1;
+    return Object.keys(out).map(Number).sort(function (a, b) { return a - b; });
   };
 
-  Panel.prototype.start = function () {
-    var v = this.values;
-    this.classes = YZ.classesFromSpec(this.dataSpec());
-    this.cls = Math.min(this.cfg.cls || 0, this.classes.K - 1);
-    this.S0 = this.classes.order[this.cls].length;
-    this.limit = v.T === Infinity;
-    var job = { id: ++this.jobId, data: this.dataSpec(), etaY: v.eta_y, etaZ: v.eta_z, steps: v.steps, batch: v.batch,
-                T: this.limit ? "inf" : v.T, seed: v.seed, optimizer: v.optimizer, momentum: v.momentum, init: v.init,
-                cls: this.cls, reference: !!this.cfg.reference && !this.limit &&
+  /** Start a run with values `v` (the reader's, or the default with the main slider at one end). */
+  Panel.prototype.start = function (how, v) {
+    v = copy(v);
+    var classes = YZ.classesFromSpec(dataSpec(this.cfg, v)), cls = Math.min(this.cfg.cls || 0, classes.K - 1);
+    var limit = v.T === Infinity, S0 = classes.order[cls].length;
+    var job = { id: ++this.jobId, data: dataSpec(this.cfg, v), etaY: v.eta_y, etaZ: v.eta_z, steps: v.steps, batch: v.batch,
+                T: limit ? "inf" : v.T, seed: v.seed, optimizer: v.optimizer, momentum: v.momentum, init: v.init,
+                cls: cls, reference: !!this.cfg.reference && !limit &&
                   (this.views.indexOf("loss") >= 0 || this.views.indexOf("entropy") >= 0) };
-    var steps = v.steps, S0 = this.S0;
-    this.rec = { loss: new Float64Array(steps), entropy: new Float64Array(steps + 1), rows: new Float64Array((steps + 1) * S0),
-                 refLoss: job.reference ? new Float64Array(steps) : null,
-                 refEntropy: job.reference ? new Float64Array(steps + 1) : null, recorded: 0, nLoss: 0 };
-    this.tStart = this.tInput === null ? now() : this.tInput;
+    var steps = v.steps;
+    var rec = { loss: new Float64Array(steps), entropy: new Float64Array(steps + 1), rows: new Float64Array((steps + 1) * S0),
+                refLoss: job.reference ? new Float64Array(steps) : null,
+                refEntropy: job.reference ? new Float64Array(steps + 1) : null, recorded: 0, nLoss: 0 };
+    this.job = { run: { rec: rec, values: v, classes: classes, cls: cls, S0: S0, nc: classes.nCommon[cls], limit: limit,
+                        snaps: this.snapSteps(v) }, how: how };
+    if (how !== "frame") this.tStart = this.tInput === null ? now() : this.tInput;
     this.el.setAttribute("data-yzlive-state", "running");
     this.runner.start(job);
   };
 
+  /** Grow the frame to hold a finished run (never shrink it: the axes stay as they were). */
+  Panel.prototype.hold = function (run) {
+    var f = this.frame || (this.frame = {});
+    this.views.forEach(function (v) {
+      var r = VIEWS[v].range(run), fv = f[v] || (f[v] = {});
+      for (var k in r) {
+        if (!r[k]) continue;
+        fv[k] = fv[k] ? [Math.min(fv[k][0], r[k][0]), Math.max(fv[k][1], r[k][1])] : [r[k][0], r[k][1]];
+      }
+    });
+  };
+
+  Panel.prototype.frameEnds = function () {
+    var main = this.mainControl(), ends = main && this.ends[main], self = this;
+    if (!ends) return [];
+    return ends.filter(function (x) { return x !== self.defaults[main]; }).map(function (x) {
+      var v = copy(self.defaults); v[main] = x; return v;
+    });
+  };
+
   Panel.prototype.onSlice = function (m) {
     if (m.id !== this.jobId) return;
+    var job = this.job, run = job.run;
     if (m.type === "error") {
+      if (job.how === "frame") { this.nextFrame(); return; }          // an end too large to train: skip it
       this.el.setAttribute("data-yzlive-state", "error");
       this.setStatus("Cannot train: " + m.message, true);
       return;
     }
-    var r = this.rec;
-    r.loss.set(m.loss, m.fromLoss); r.entropy.set(m.entropy, m.from); r.rows.set(m.rows, m.from * this.S0);
+    var r = run.rec;
+    r.loss.set(m.loss, m.fromLoss); r.entropy.set(m.entropy, m.from); r.rows.set(m.rows, m.from * run.S0);
     if (r.refLoss && m.refLoss) { r.refLoss.set(m.refLoss, m.fromLoss); r.refEntropy.set(m.refEntropy, m.from); }
     r.recorded = m.to; r.nLoss = m.toLoss;
+    if (job.how === "frame") {
+      if (m.done) {
+        if (m.diverged === null) this.hold(run);       // a diverged end would stretch the axes to its blow-up
+        this.nextFrame();
+      }
+      return;
+    }
+    this.cur = run;
     if (!m.done) {
-      this.setStatus("training\u2026 step " + m.toLoss + " of " + this.values.steps, false);
+      this.setStatus("training\u2026 step " + m.toLoss + " of " + run.values.steps, false);
       this.requestDraw();
       return;
     }
+    this.hold(run);
+    this.last = { ms: m.ms, diverged: m.diverged, run: run };
+    if (job.how === "load") {
+      this.ghost = run;
+      this.draw();
+      this.frameQueue = this.frameEnds();
+      this.phase = "frame";
+      var main = this.mainControl();
+      this.setStatus("Trained in your browser; now the runs at the two ends of the " +
+                     (main ? CONTROLS[main].label : "") + " slider, to fix the axes\u2026", false, true);
+      this.nextFrame();
+      return;
+    }
+    this.finish();
+  };
+
+  Panel.prototype.nextFrame = function () {
+    if (this.phase === "frame" && this.frameQueue.length) { this.start("frame", this.frameQueue.shift()); return; }
+    this.phase = "ready";
+    this.cur = this.ghost;
+    this.finish();
+  };
+
+  Panel.prototype.finish = function () {
+    var m = this.last, run = m.run;
     this.draw();
     var ms = now() - this.tStart;
     this.runs += 1;
@@ -834,8 +1005,9 @@
     this.el.setAttribute("data-yzlive-ms", ms.toFixed(1));
     this.el.setAttribute("data-yzlive-train-ms", m.ms.toFixed(1));
     this.el.setAttribute("data-yzlive-mode", this.runner.mode);
-    var v = this.values, what;
-    if (this.limit) what = "expected gradient (T \u2192 \u221e, all " + this.classes.K + " classes)";
+    this.el.setAttribute("data-yzlive-frame", JSON.stringify(this.limits()));
+    var v = run.values, what;
+    if (run.limit) what = "expected gradient (T \u2192 \u221e, all " + run.classes.K + " classes)";
     else what = "batch " + v.batch + ", T = " + v.T + ", seed " + v.seed;
     var opt = v.optimizer === "sgd" ? "SGD" + (v.momentum ? " (momentum " + fmt(v.momentum) + ")" : "") : "Adam";
     if (m.diverged !== null) {
@@ -846,10 +1018,32 @@
       this.setStatus("Trained in your browser: " + v.steps + " steps of " + opt + ", " + what + ", in " +
                      (m.ms / 1000).toFixed(2) + " s.", false);
     }
+    this.setDiff(run);
   };
 
-  Panel.prototype.setStatus = function (text, bad) {
-    this.status.textContent = text;
+  /** One line: what changed against the default run (its numbers, then this run's). */
+  Panel.prototype.setDiff = function (run) {
+    var seen = {}, parts = [], ghost = this.ghost;
+    var ghostShown = ghost && run !== ghost && !sameValues(run.values, this.defaults);
+    this.views.forEach(function (v) {
+      var now_ = VIEWS[v].metrics(run), then = ghost ? VIEWS[v].metrics(ghost) : [];
+      now_.forEach(function (mt, i) {
+        if (seen[mt[0]] || parts.length >= 3) return;
+        seen[mt[0]] = 1;
+        var show = function (x) { return mt[2] < 0 ? x.toFixed(-mt[2]) : fmt(x, mt[2]); };
+        var a = then[i] && then[i][0] === mt[0] ? show(then[i][1]) : "?", b = show(mt[1]);
+        parts.push(ghostShown ? mt[0] + " " + a + " \u2192 " + b : mt[0] + " " + b);
+      });
+    });
+    var text = ghostShown ? "Against the default run (grey): " + parts.join("; ") + "."
+                          : "Default run: " + parts.join("; ") + ". Move a slider: this run stays behind the new one, in grey.";
+    this.diff.textContent = text.replace(/t_0/g, "t\u2080");
+    this.el.setAttribute("data-yzlive-diff", this.diff.textContent);
+  };
+
+  Panel.prototype.setStatus = function (text, bad, html) {
+    if (html) this.status.innerHTML = text;      // only the panel's own labels (CONTROLS), never the reader's input
+    else this.status.textContent = text;
     this.status.className = "yz-status" + (bad ? " yz-bad" : "");
   };
 
@@ -860,9 +1054,28 @@
     (root.requestAnimationFrame || setTimeout)(function () { self.pending = false; self.draw(); });
   };
 
+  /** The axes' extents per view: the frame, or (before it exists) the run on show. */
+  Panel.prototype.frameOf = function (v, run) {
+    return (this.frame && this.frame[v]) || VIEWS[v].range(run);
+  };
+
+  Panel.prototype.limits = function () {
+    var out = {}, self = this;
+    this.views.forEach(function (v) {
+      var f = self.frame && self.frame[v], o = {};
+      for (var k in f) o[k] = f[k].map(function (x) { return Number(x.toPrecision(6)); });
+      out[v] = o;
+    });
+    return out;
+  };
+
   Panel.prototype.draw = function () {
-    if (!this.rec || this.rec.recorded < 1) return;
+    var run = this.cur;
+    if (!run || run.rec.recorded < 1) return;
     var th = theme(this.el), dpr = root.devicePixelRatio || 1, self = this;
+    // the default run behind the current one once the reader has moved a slider (same tokens only)
+    var ghost = this.ghost && run !== this.ghost && !sameValues(run.values, this.defaults) ? this.ghost : null;
+    this.ghostMarks = 0;
     this.views.forEach(function (v) {
       var cv = self.canvases[v], spec = VIEWS[v], w = cv.clientWidth || cv.parentNode.clientWidth || 600;
       var h = Math.round(Math.min(spec.max, Math.max(spec.min, w * spec.height)));
@@ -872,9 +1085,11 @@
       var ctx = cv.getContext("2d");
       ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
       ctx.fillStyle = th.bg; ctx.fillRect(0, 0, w, h);
-      spec.draw(self, ctx, { x: 4, y: 4, w: w - 8, h: h - 8 }, th);
-      try { cv.setAttribute("aria-label", spec.title + ". " + spec.describe(self)); } catch (e) { /* partial data */ }
+      spec.draw(self, ctx, { x: 4, y: 4, w: w - 8, h: h - 8 }, th, run, ghost, self.frameOf(v, run));
+      try { cv.setAttribute("aria-label", spec.title + ". " + spec.describe(run)); } catch (e) { /* partial data */ }
     });
+    this.el.setAttribute("data-yzlive-ghost", String(this.ghostMarks));
+    this.el.setAttribute("data-yzlive-drawn-dark", th.dark ? "1" : "0");
   };
 
   function initAll(scope) {
