@@ -7,6 +7,7 @@ HTML pages are untouched.
 - Interactive outputs (a live panel, a slider panel) print as the image their output carries
   (:mod:`scansnap.printed`); the note in that PNG (what the online edition does) is printed
   under it, after the words :data:`NOTE_PREFIX`, which tools/pdf_check.py counts.
+- A folded ``<details>`` output prints open: its summary, then its text.
 - pandas tables (``text/html`` outputs, chosen over their text repr by the LaTeX mime priority
   in _config.yml) become real tables: booktabs rules, numbers right-aligned with true minus
   signs, ``$...$`` in a header typeset. Any other HTML output is an error: on paper it would
@@ -196,6 +197,22 @@ def dataframe_table(html: str):
     return spec, table
 
 
+DETAILS = re.compile(r"^\s*<details[^>]*>\s*<summary>(.*?)</summary>\s*<pre>(.*?)</pre>\s*</details>\s*$", re.S)
+
+
+def details_nodes(html: str):
+    """A folded ``<details><summary>S</summary><pre>P</pre></details>`` output (e.g. chapter 6's
+    provenance lines) as printed nodes: S in italics, then P as a literal block; None otherwise."""
+    import html as _html
+
+    m = DETAILS.match(html)
+    if m is None:
+        return None
+    summary = _html.unescape(re.sub(r"<[^>]+>", "", m.group(1))).strip()
+    body = _html.unescape(m.group(2))
+    return [nodes.paragraph("", "", nodes.emphasis("", summary)), nodes.literal_block(body, body)]
+
+
 class HtmlOutputs(SphinxPostTransform):
     """A cell's HTML output on paper: a pandas table becomes a table; anything else is an error."""
     default_priority = 200
@@ -204,6 +221,10 @@ class HtmlOutputs(SphinxPostTransform):
     def run(self, **kwargs) -> None:
         for raw in list(self.document.findall(nodes.raw)):
             if "html" not in raw.get("format", "").split() or "text_html" not in raw.get("classes", []):
+                continue
+            folded = details_nodes(raw.astext())
+            if folded is not None:                 # a folded block: on paper, open
+                raw.replace_self(folded)
                 continue
             made = dataframe_table(raw.astext()) if 'class="dataframe' in raw.astext() else None
             if made is None:

@@ -142,6 +142,15 @@ def test_dataframe_becomes_a_table():
     assert pe.dataframe_table("<p>not a table</p>") is None
 
 
+def test_a_folded_block_prints_open():
+    from docutils import nodes
+    got = pe.details_nodes('<details class="provenance"><summary>How <b>fig3.csv</b> was made</summary>'
+                           '<pre>fig3.csv: made &lt;today&gt;\n  $ python -m scansnap</pre></details>')
+    assert isinstance(got[0], nodes.paragraph) and got[0].astext() == "How fig3.csv was made"
+    assert isinstance(got[1], nodes.literal_block) and got[1].astext() == "fig3.csv: made <today>\n  $ python -m scansnap"
+    assert pe.details_nodes("<div>x</div>") is None
+
+
 # ---- tools/pdf_check.py, each defect planted in a made-up build
 
 def _fake_build(tmp_path, monkeypatch, log="", text="", pages=150, fonts_rows=None, images_rows=None):
