@@ -61,3 +61,35 @@ def interactive_device(device="auto"):
     from ._validate import resolve_device
     with default_device(device):
         yield resolve_device(None)
+
+
+def show(*paragraphs: str) -> None:
+    """Display a cell's results as Markdown (math typeset on the page and in the PDF), the
+    paragraphs separated by a blank line. The plain-text form is the same source, so strict
+    nbval compares every number in it (``IPython.display.Markdown`` would leave nbval only
+    ``<IPython.core.display.Markdown object>`` to compare)."""
+    from IPython.display import display
+
+    for p in paragraphs:
+        if not isinstance(p, str):
+            raise TypeError(f"show takes Markdown strings, got {type(p).__name__}")
+    text = "\n\n".join(paragraphs)
+    display({"text/markdown": text, "text/plain": text}, raw=True)
+
+
+def md_table(header, rows) -> str:
+    """A Markdown table: ``header`` and every row already formatted as text (math allowed).
+    A row of the wrong length is a ValueError naming it."""
+    header = [str(h) for h in header]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for i, row in enumerate(rows):
+        row = [str(v) for v in row]
+        if len(row) != len(header):
+            raise ValueError(f"row {i} has {len(row)} cells, the header {len(header)}: {row!r}")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def show_table(header, rows) -> None:
+    """:func:`show` of :func:`md_table`."""
+    show(md_table(header, rows))

@@ -298,6 +298,30 @@ def one_query(K: int = 3, common_weight: float = 4.8, num_distinct: int = 200) -
 # Sampling
 # ---------------------------------------------------------------------------------------
 
+def two_classes(common=(5,), distinct=(1, 2, 3, 4), M: int = 60, common_1=None) -> SequenceClasses:
+    """Two classes that share one query (chapter 4's small examples of Theorems 2-3). Tokens:
+    the common ones (weights ``common``, or ``common_1`` in class 1), class 0's distinct tokens,
+    class 1's (the same weights), then the query and the two next tokens; the rest of the
+    M-token vocabulary is unused. Weights are normalised to P(l|n)."""
+    common = np.asarray(common, dtype=float)
+    distinct = np.asarray(distinct, dtype=float)
+    common_1 = common if common_1 is None else np.asarray(common_1, dtype=float)
+    C, D = len(common), len(distinct)
+    if common_1.shape != common.shape:
+        raise ValueError(f"common_1 must have one weight per common token ({C}), got {len(common_1)}")
+    if C + 2 * D + 3 > M:
+        raise ValueError(f"{C} common, 2 x {D} distinct tokens, a query and two next tokens need "
+                         f"M >= {C + 2 * D + 3}, got M = {M}")
+    P = np.zeros((2, M))
+    P[0, :C] = common
+    P[1, :C] = common_1
+    P[0, C:C + D] = distinct
+    P[1, C + D:C + 2 * D] = distinct
+    P /= P.sum(axis=1, keepdims=True)                 # weights -> P(l|n)
+    q = C + 2 * D
+    return SequenceClasses(P, [q, q], [q + 1, q + 2])
+
+
 class TokenBatch(NamedTuple):
     tokens: torch.Tensor   # (B, T) long: x_1..x_{T-1} contextual, x_T = query
     labels: torch.Tensor   # (B,) long: next-token ids x_{T+1}

@@ -98,6 +98,28 @@ def hoeffding_radius(T: int, delta: float) -> float:
 # Lemmas 5-6 (Eq. 33, 44-45): h* and h; Eq. 85 the speed control coefficient gamma
 # ---------------------------------------------------------------------------------------
 
+def loss_of_h(h, M: int):
+    """Eq. 32: the loss -ln alpha_nn of a class whose decoder scalar is ``h`` (array-like),
+    ln(1 + (M-1) e^{-M h})."""
+    M = positive_int("M", M, minimum=2)
+    h = np.asarray(h, dtype=float)
+    if not np.all(np.isfinite(h)):
+        raise ValueError(f"h must be finite, got {h!r}")
+    return np.log1p((M - 1) * np.exp(-M * h))
+
+
+def inputs_with_overlap(M: int, K: int, rho: float, rng) -> np.ndarray:
+    """K unit class inputs in R^M (the columns of F, (M, K)) with every pairwise overlap
+    f_n^T f_n' = rho, as Remark 1 assumes: f_n = sqrt(rho) u_0 + sqrt(1 - rho) u_n for random
+    orthonormal u_0, ..., u_K (``rng``: a numpy Generator)."""
+    M, K = positive_int("M", M, minimum=2), positive_int("K", K, minimum=1)
+    if K + 1 > M:
+        raise ValueError(f"K + 1 = {K + 1} orthonormal directions do not fit in M = {M} dimensions")
+    rho = unit_interval("rho", rho)
+    U, _ = np.linalg.qr(rng.normal(size=(M, K + 1)))
+    return np.sqrt(rho) * U[:, [0]] + np.sqrt(1 - rho) * U[:, 1:]
+
+
 def h_star(steps: int, M: int, eta_y: float) -> np.ndarray:
     """Eq. 33: h*(0) = 0, h*(s) = h*(s-1) + eta_Y / ((M-1) + exp(M h*(s-1))); s = 0..steps."""
     steps = positive_int("steps", steps, minimum=0)
