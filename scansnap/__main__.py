@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import collections
 import csv
+import os
 import signal
 import sys
 import threading
@@ -15,26 +17,42 @@ import numpy as np
 
 from . import provenance
 from .experiments import COMMON
-from .provenance import LM_FIGURES, PAPER_SEEDS
-from .wikitext import SOURCES
+from .provenance import CLOSED_FORM, LM_FIGURES, PAPER_SEEDS, SWEEP_FIGURES
+from .wikitext import SOURCES, CorruptArchive
 
 FIGURES = ("fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10", "fig11", "fig12")
 EXTRAS = ("freeze",)   # beyond the paper's figures; not part of 'all'
+# Bounds on what a run may ask, checked while parsing: past them a run would not finish in a
+# day on a CPU or would not fit in memory (each seed adds 64 Syn-Medium runs, ~80 MB of kept
+# weights), and a seed must fit the int64 grid of runs and torch's generators.
+MAX_SEEDS = 100
+MAX_STEPS = 100_000
+SEED_MAX = 2 ** 63 - 1
 
 
 def _seeds(text: str):
-    """'1-10' or '1,2,5' -> a tuple of ints."""
+    """'1-10' or '1,2,5' -> a tuple of distinct ints in [0, 2**63 - 1], at most MAX_SEEDS of them
+    (a range is counted before it is built; duplicates found in linear time)."""
     try:
         if "-" in text:
-            a, b = text.split("-")
-            out = tuple(range(int(a), int(b) + 1))
+            a, b = (int(x) for x in text.split("-"))
+            count, vals = b - a + 1, None
         else:
-            out = tuple(int(s) for s in text.split(","))
+            vals = [int(s) for s in text.split(",")]
+            count = len(vals)
     except ValueError:
         raise argparse.ArgumentTypeError(f"seeds must look like '1-10' or '1,2,5', got {text!r}")
-    if not out:
+    if count <= 0:
         raise argparse.ArgumentTypeError(f"no seeds in {text!r}")
-    dup = sorted({x for x in out if out.count(x) > 1})
+    if count > MAX_SEEDS:
+        raise argparse.ArgumentTypeError(f"{count} seeds in {text!r}: at most {MAX_SEEDS} (each adds 64 runs to "
+                                         "the Syn-Medium sweep; the paper uses 10)")
+    out = tuple(range(a, b + 1)) if vals is None else tuple(vals)
+    bad = [x for x in out if not 0 <= x <= SEED_MAX]
+    if bad:
+        raise argparse.ArgumentTypeError(f"seed {bad[0]} in {text!r} is out of range: a seed is an integer in "
+                                         "[0, 2**63 - 1]")
+    dup = sorted(x for x, c in collections.Counter(out).items() if c > 1)
     if dup:
         raise argparse.ArgumentTypeError(f"seed {dup[0]} is listed twice in {text!r}: a repeated seed "
                                          "repeats a run and shrinks the error bars")
@@ -217,6 +235,97 @@ def _data(source: str, figures) -> tuple[str | None, dict | None, list]:
     return corpus.source, {"asked": source, "source": corpus.source, "detail": corpus.detail}, notes
 
 
+class _Signalled(BaseException):
+    """SIGTERM or SIGHUP, raised in the main thread like Ctrl-C's KeyboardInterrupt: the figure in
+    progress is abandoned (its staging folder removed), the sets already written stay."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_signalled(signum, frame):
+    raise _Signalled(signum)
+
+
+def _install_signal_handlers():
+    """SIGTERM and SIGHUP end the run as Ctrl-C does, one line and no traceback; a signal that
+    was ignored when we started (``nohup``: SIGHUP) stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) != signal.SIG_IGN:
+            signal.signal(sig, _raise_signalled)
+
+
+def _streams_open():
+    """A closed stdout or stderr (``>&-``) becomes /dev/null: otherwise the next file opened
+    would take its descriptor, and a library's print would land in a result file."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)          # the lowest free descriptor: this one
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w")
+
+
+def _say(msg: str) -> None:
+    """A line on stdout. If stdout is gone (``| head`` has exited), the messages stop and the run
+    goes on: the result files are what the command is for."""
+    try:
+        print(msg, flush=True)
+    except (OSError, ValueError):
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())    # so the pending buffer flushes somewhere
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            sys.stdout = open(os.devnull, "w")
+
+
+def _check_flags(a, figures) -> None:
+    """ValueError for a flag that no figure asked for uses, or a value past its bound: a
+    setting the run would silently ignore is a mistake worth one line."""
+    if a.steps is not None:
+        from ._validate import positive_int
+        positive_int("steps", a.steps)
+        if a.steps > MAX_STEPS:
+            raise ValueError(f"steps must be at most {MAX_STEPS:,} (the paper's are 100 to 1,500), got {a.steps}")
+    uses = {"--steps": [f for f in figures if f not in CLOSED_FORM],
+            "--seeds": [f for f in figures if f in SWEEP_FIGURES],
+            "--data": [f for f in figures if f in LM_FIGURES]}
+    which = {"--steps": "the trained figures (not fig3, fig8, fig9: closed forms)",
+             "--seeds": "fig6, fig11 and fig12 (the Syn-Medium sweep)",
+             "--data": "fig7, fig10 and freeze (WikiText-2)"}
+    given = {"--steps": a.steps, "--seeds": a.seeds, "--data": a.data}
+    for flag, value in given.items():
+        if value is not None and not uses[flag]:
+            raise ValueError(f"{flag} applies to {which[flag]}; {', '.join(figures)} would ignore it")
+
+
+def _book_results_guard(out: Path, figures, steps, seeds, data, force: bool) -> None:
+    """The book's own results (scansnap/results) are the paper's settings: a run with other
+    settings into that folder is refused unless --force, before anything is computed."""
+    from importlib.resources import files
+    book = Path(str(files("scansnap") / "results"))
+    if force or not book.is_dir() or not out.resolve().samefile(book.resolve()):
+        return
+    other = [f for f in figures if provenance.settings_for(f, steps, seeds, data) != provenance.settings_for(f)]
+    if other:
+        raise ValueError(f"--out {out} holds the book's own results, made with the paper's settings: "
+                         f"{', '.join(other)} would be replaced by a run with other settings (--steps, --seeds "
+                         "or --data); write them into another folder, or add --force")
+
+
+def _stop(p, fig, done, why: str, status: int) -> int:
+    kept = f"{fig} not written, its previous set (if any) kept"
+    wrote = f"written: {', '.join(done)}" if done else "nothing written"
+    print(f"{p.prog}: {why}: {kept}; {wrote}", file=sys.stderr, flush=True)
+    return status
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m scansnap",
                                 description="Re-run the experiments of 'Scan and Snap' (Tian et al., NeurIPS 2023).")
@@ -231,54 +340,73 @@ def main(argv=None):
     r.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:N'")
     r.add_argument("--steps", type=int, default=None,
                    help="training steps per run (default: the paper's, 100 for the synthetic data, "
-                        "1500 for fig7; 300 for fig10)")
-    r.add_argument("--seeds", type=_seeds, default=PAPER_SEEDS,
-                   help="seeds of the Syn-Medium sweep (figs 6, 11, 12), e.g. '1-10' (paper) or '1,2'")
-    r.add_argument("--data", default="shipped", choices=SOURCES,
+                        f"1500 for fig7; 300 for fig10); at most {MAX_STEPS:,}")
+    r.add_argument("--seeds", type=_seeds, default=None,
+                   help="seeds of the Syn-Medium sweep (figs 6, 11, 12), e.g. '1-10' (paper, the default) or "
+                        f"'1,2'; distinct, in [0, 2**63 - 1], at most {MAX_SEEDS}")
+    r.add_argument("--data", default=None, choices=SOURCES,
                    help="text for figs 7, 10 and 'freeze': the shipped WikiText-2 valid+test split by "
                         "article (offline, default), the full WikiText-2 or WikiText-103 (downloaded once), "
                         "or 'auto' (full WikiText-2 when reachable, else shipped, saying so)")
+    r.add_argument("--force", action="store_true",
+                   help="let a run with other settings than the paper's replace the book's own results "
+                        "(--out scansnap/results); refused without it")
     argv = sys.argv[1:] if argv is None else list(argv)
     a = p.parse_args(argv)
-    from ._validate import resolve_device, positive_int
+    _streams_open()
+    from ._validate import resolve_device
     figures = []
     for f in a.figure:
         for g in (FIGURES if f == "all" else (f,)):
             if g not in figures:
                 figures.append(g)
+    seeds = a.seeds or PAPER_SEEDS
     try:
-        device = str(resolve_device(a.device))
-        if a.steps is not None:
-            positive_int("steps", a.steps)
+        _check_flags(a, figures)
+        device = provenance.device_name(resolve_device(a.device))
         out = provenance.check_out_dir(a.out)
-        data, data_record, data_notes = _data(a.data, figures)
-    except (ValueError, OSError) as e:
+        with provenance._signals_held(), provenance.locked(out):
+            finished = provenance.recover(out)         # a commit a killed run left half done
+        for note in finished:
+            print(f"note: {note}", file=sys.stderr, flush=True)
+        data, data_record, data_notes = _data(a.data or "shipped", figures)
+        _book_results_guard(out, figures, a.steps, seeds, data, a.force)
+    except (ValueError, OSError, CorruptArchive) as e:
         p.exit(2, f"{p.prog}: error: {e}\n")
     if data_record is not None:
         for note in data_notes:
             print(f"note: {note}", file=sys.stderr, flush=True)
-        print(f"data: {data_record['detail']}", flush=True)
+        _say(f"data: {data_record['detail']}")
     env = provenance.environment(device)
-    # SIGTERM as SystemExit: the staging folder of the figure in progress is removed on the way out
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, lambda sig, frame: sys.exit(128 + sig))
+    _install_signal_handlers()
     cache: dict = {}
-    for fig in figures:
-        t0 = time.perf_counter()
-        with provenance.staged(out, fig) as stage:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                files = globals()[f"reproduce_{fig}"](stage, device=device, steps=a.steps, seeds=a.seeds,
-                                                      cache=cache, data=data)
-            notes = [f"{w.category.__name__}: {w.message}" for w in caught]
-            for note in notes:
-                print(f"{fig}: {note}", file=sys.stderr, flush=True)
-            rec = provenance.record(fig, stage, files, provenance.settings_for(fig, a.steps, a.seeds, data),
-                                    data_record if fig in LM_FIGURES else None, env,
-                                    time.perf_counter() - t0, notes, argv)
-            names = provenance.commit(stage, out, fig, rec)
-        print(f"{fig}: wrote {', '.join(str(out / f) for f in names)} in {time.perf_counter() - t0:.1f} s "
-              f"on {device}", flush=True)
+    done, fig = [], None
+    try:
+        for fig in figures:
+            t0 = time.perf_counter()
+            with provenance.staged(out, fig) as stage:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    files = globals()[f"reproduce_{fig}"](stage, device=device, steps=a.steps, seeds=seeds,
+                                                          cache=cache, data=data)
+                notes = [f"{w.category.__name__}: {w.message}" for w in caught]
+                for note in notes:
+                    print(f"{fig}: {note}", file=sys.stderr, flush=True)
+                rec = provenance.record(fig, stage, files, provenance.settings_for(fig, a.steps, seeds, data),
+                                        data_record if fig in LM_FIGURES else None, env,
+                                        time.perf_counter() - t0, notes, argv)
+                names = provenance.commit(stage, out, fig, rec)
+            done.append(fig)
+            _say(f"{fig}: wrote {', '.join(str(out / f) for f in names)} in {time.perf_counter() - t0:.1f} s "
+                 f"on {device}")
+    except KeyboardInterrupt:
+        return _stop(p, fig, done, "interrupted (Ctrl-C)", 128 + signal.SIGINT)
+    except _Signalled as e:
+        return _stop(p, fig, done, f"stopped by {signal.Signals(e.signum).name}", 128 + e.signum)
+    except OSError as e:                                # a full disk, a folder gone read-only
+        return _stop(p, fig, done, f"error: could not write {fig} in {out} ({e.strerror or e})", 1)
+    except FloatingPointError as e:                     # a diverged run says so, in one line
+        return _stop(p, fig, done, f"error: {e}", 1)
     return 0
 
 
