@@ -235,6 +235,13 @@ def _data(source: str, figures) -> tuple[str | None, dict | None, list]:
     return corpus.source, {"asked": source, "source": corpus.source, "detail": corpus.detail}, notes
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a mistake reported in one line (no usage block above it) and exit 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 class _Signalled(BaseException):
     """SIGTERM or SIGHUP, raised in the main thread like Ctrl-C's KeyboardInterrupt: the figure in
     progress is abandoned (its staging folder removed), the sets already written stay."""
@@ -305,11 +312,16 @@ def _check_flags(a, figures) -> None:
             raise ValueError(f"{flag} applies to {which[flag]}; {', '.join(figures)} would ignore it")
 
 
+def _book_results_folder() -> Path:
+    """scansnap/results: what chapter 6 reads (``experiments.book_results``)."""
+    from importlib.resources import files
+    return Path(str(files("scansnap") / "results"))
+
+
 def _book_results_guard(out: Path, figures, steps, seeds, data, force: bool) -> None:
     """The book's own results (scansnap/results) are the paper's settings: a run with other
     settings into that folder is refused unless --force, before anything is computed."""
-    from importlib.resources import files
-    book = Path(str(files("scansnap") / "results"))
+    book = _book_results_folder()
     if force or not book.is_dir() or not out.resolve().samefile(book.resolve()):
         return
     other = [f for f in figures if provenance.settings_for(f, steps, seeds, data) != provenance.settings_for(f)]
@@ -327,10 +339,10 @@ def _stop(p, fig, done, why: str, status: int) -> int:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m scansnap",
+    p = _Parser(prog="python -m scansnap",
                                 description="Re-run the experiments of 'Scan and Snap' (Tian et al., NeurIPS 2023).")
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("reproduce", help="re-run one figure of the paper and write its PNG and CSV")
+    r = sub.add_parser("reproduce", prog="python -m scansnap reproduce", help="re-run one figure of the paper and write its PNG and CSV")
     r.add_argument("figure", nargs="+", choices=FIGURES + EXTRAS + ("all",),
                    help="which figures ('all': every figure of the paper; 'freeze': the longer Fig. 7 run); "
                         "several share the Syn-Medium sweep")

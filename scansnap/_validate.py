@@ -96,7 +96,7 @@ def distribution_rows(name: str, value) -> np.ndarray:
     bad = ~np.isfinite(p) | (p < 0)
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise ValueError(f"{name} must hold probabilities (finite, >= 0): {p[idx]!r} at index {idx}")
+        raise ValueError(f"{name} must hold probabilities (finite, >= 0): {float(p[idx])!r} at index {idx}")
     empty = ~(p.sum(-1) > 0)
     if np.any(empty):
         idx = tuple(int(i) for i in np.argwhere(np.atleast_1d(empty))[0]) if p.ndim > 1 else ()

@@ -283,6 +283,7 @@ def read_results(folder) -> dict:
     """The CSVs of a ``reproduce`` output folder, each checked as :func:`book_results` says."""
     from . import provenance
 
+    folder = provenance.results_folder(folder)
     csvs = sorted((p for p in folder.iterdir() if p.name.endswith(".csv")), key=lambda p: p.name)
     if not csvs:
         raise FileNotFoundError(f"no results in {folder}: run python -m scansnap reproduce all --out scansnap/results")
@@ -295,9 +296,21 @@ def read_results(folder) -> dict:
     return out
 
 
-def load_csv(path) -> dict:
-    """A CSV written by ``python -m scansnap reproduce`` as {column: numpy array} (numbers as float)."""
+# Columns where a written 'nan' means "not defined here", not a failed number: freeze.csv's first
+# row (iteration 0) has no change since a previous snapshot and no training loss yet.
+UNDEFINED_ALLOWED = {"freeze.csv": ("change", "loss")}
+
+
+def load_csv(path, undefined=None) -> dict:
+    """A CSV written by ``python -m scansnap reproduce`` as {column: numpy array} (numbers as float).
+
+    A 'nan' or 'inf' is a ValueError naming the line and column (a diverged run or a damaged
+    file is not a number to plot), except 'nan' in the columns ``undefined`` names (default:
+    :data:`UNDEFINED_ALLOWED` for the file's name), where it means "not defined"."""
     import csv
+    import math
+    from pathlib import Path
+    allowed = set(UNDEFINED_ALLOWED.get(Path(str(path)).name, ()) if undefined is None else undefined)
     with open(path, newline="") as fh:
         reader = csv.reader(fh)
         header = next(reader, None)
@@ -310,7 +323,10 @@ def load_csv(path) -> dict:
             raise ValueError(f"{path}, line {i}: {len(row)} fields, the header has {len(header)}")
         for k, v in zip(header, row):
             try:
-                out[k][i - 2] = float(v)
+                out[k][i - 2] = x = float(v)
             except ValueError:
                 raise ValueError(f"{path}, line {i}: {k} = {v!r} is not a number") from None
+            if not math.isfinite(x) and not (math.isnan(x) and k in allowed):
+                raise ValueError(f"{path}, line {i}: {k} = {v!r} is not a finite number (a diverged run or a "
+                                 "damaged file)")
     return out

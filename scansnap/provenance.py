@@ -418,6 +418,16 @@ def _check_record(p: Path, rec) -> None:
         raise ValueError(f"{p}: 'settings' must be an object, got {rec['settings']!r}")
 
 
+def results_folder(folder) -> Path:
+    """``folder`` (a path, a str, an importlib resource) as a Path, or a ValueError saying it is
+    not a results folder and how to make one."""
+    folder = Path(str(folder))
+    if not folder.is_dir():
+        raise ValueError(f"{folder} is not a results folder (it {'is a file' if folder.exists() else 'does not exist'}): "
+                         "make one with `python -m scansnap reproduce all --out <folder>`")
+    return folder
+
+
 def read_records(folder) -> dict:
     """{file name: record} for every file listed by a ``*.provenance.json`` in ``folder``.
 
@@ -425,10 +435,7 @@ def read_records(folder) -> dict:
     claiming one file, a CSV a record lists but the folder lacks: a ValueError naming the
     file), and a commit that a killed writer left half done is finished first (under the
     folder's lock), or, where the folder cannot be written, refused by name."""
-    folder = Path(str(folder))
-    if not folder.is_dir():
-        raise ValueError(f"{folder} is not a results folder (it {'is a file' if folder.exists() else 'does not exist'}): "
-                         "make one with `python -m scansnap reproduce all --out <folder>`")
+    folder = results_folder(folder)
     journals = sorted(p.name for p in folder.iterdir() if _JOURNAL.match(p.name))
     if journals:
         try:

@@ -188,7 +188,7 @@ def omega1(M: int) -> float:
     try:
         M = float(M)                     # numpy's log of a Python int past 2**64 is an object error
     except OverflowError:
-        raise ValueError(f"M = {M:.3e} is too large for a float") from None
+        raise ValueError(f"M = {str(M)[:4]}...e+{len(str(M)) - 1} is too large for a float") from None
     g = lambda w: w * np.log(M) - np.log((1 + w) * (M - 1) * np.log(M) / M)
     return brentq(g, 1e-12, 10.0, xtol=1e-300, rtol=1e-15)
 
