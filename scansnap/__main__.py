@@ -235,6 +235,12 @@ def _data(source: str, figures) -> tuple[str | None, dict | None, list]:
     return corpus.source, {"asked": source, "source": corpus.source, "detail": corpus.detail}, notes
 
 
+def _out_dir(text: str) -> Path:
+    if not text:                       # Path('') is '.': an empty --out would mean the working folder
+        raise argparse.ArgumentTypeError("--out is empty: name a folder ('.' for the working folder)")
+    return Path(text)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, with a mistake reported in one line (no usage block above it) and exit 2."""
 
@@ -331,10 +337,12 @@ def _book_results_guard(out: Path, figures, steps, seeds, data, force: bool) -> 
                          "or --data); write them into another folder, or add --force")
 
 
-def _stop(p, fig, done, why: str, status: int) -> int:
-    kept = f"{fig} not written, its previous set (if any) kept"
+def _stop(p, figures, done, why: str, status: int) -> int:
+    """One line: why the run stopped, what it wrote, what it did not (whose previous sets stand)."""
     wrote = f"written: {', '.join(done)}" if done else "nothing written"
-    print(f"{p.prog}: {why}: {kept}; {wrote}", file=sys.stderr, flush=True)
+    rest = [f for f in figures if f not in done]
+    print(f"{p.prog}: {why}; {wrote}; not written (previous sets, if any, kept): {', '.join(rest)}",
+          file=sys.stderr, flush=True)
     return status
 
 
@@ -346,7 +354,7 @@ def main(argv=None):
     r.add_argument("figure", nargs="+", choices=FIGURES + EXTRAS + ("all",),
                    help="which figures ('all': every figure of the paper; 'freeze': the longer Fig. 7 run); "
                         "several share the Syn-Medium sweep")
-    r.add_argument("--out", type=Path, required=True,
+    r.add_argument("--out", type=_out_dir, required=True,
                    help="output folder (created if missing); each figure's CSV, PNG and provenance "
                         "record (<figure>.provenance.json) are replaced together")
     r.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:N'")
@@ -407,18 +415,19 @@ def main(argv=None):
                 rec = provenance.record(fig, stage, files, provenance.settings_for(fig, a.steps, seeds, data),
                                         data_record if fig in LM_FIGURES else None, env,
                                         time.perf_counter() - t0, notes, argv)
-                names = provenance.commit(stage, out, fig, rec)
-            done.append(fig)
+                with provenance._signals_held():   # a signal held through the commit acts once fig is counted
+                    names = provenance.commit(stage, out, fig, rec)
+                    done.append(fig)
             _say(f"{fig}: wrote {', '.join(str(out / f) for f in names)} in {time.perf_counter() - t0:.1f} s "
                  f"on {device}")
     except KeyboardInterrupt:
-        return _stop(p, fig, done, "interrupted (Ctrl-C)", 128 + signal.SIGINT)
+        return _stop(p, figures, done, "interrupted (Ctrl-C)", 128 + signal.SIGINT)
     except _Signalled as e:
-        return _stop(p, fig, done, f"stopped by {signal.Signals(e.signum).name}", 128 + e.signum)
+        return _stop(p, figures, done, f"stopped by {signal.Signals(e.signum).name}", 128 + e.signum)
     except OSError as e:                                # a full disk, a folder gone read-only
-        return _stop(p, fig, done, f"error: could not write {fig} in {out} ({e.strerror or e})", 1)
+        return _stop(p, figures, done, f"error: could not write {fig} in {out} ({e.strerror or e})", 1)
     except FloatingPointError as e:                     # a diverged run says so, in one line
-        return _stop(p, fig, done, f"error: {e}", 1)
+        return _stop(p, figures, done, f"error: {fig}: {e}", 1)
     return 0
 
 

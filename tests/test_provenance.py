@@ -111,7 +111,7 @@ def test_an_interrupted_figure_leaves_the_previous_set(tmp_path, capsys, monkeyp
 
     monkeypatch.setattr(cli, "reproduce_fig3", interrupted)
     status, out, err = _main(capsys, "reproduce", "fig3", "--out", str(tmp_path))
-    assert status == 130 and err.count("\n") == 1 and "interrupted (Ctrl-C): fig3 not written" in err
+    assert status == 130 and err.count("\n") == 1 and "interrupted (Ctrl-C); nothing written; not written (previous sets, if any, kept): fig3" in err
     after = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     assert after == before                      # old CSV, old PNG, old record; no staging folder left
     ex.read_results(tmp_path)
