@@ -58,9 +58,16 @@ def _env(**kw):
 
 
 def _start(out, *figures, stdout=subprocess.PIPE, preexec_fn=None, **env):
+    def child():
+        # as from a terminal: a shell's background job (make test &) starts with SIGINT ignored,
+        # and Python keeps an ignored SIGINT ignored (as the command line does: see nohup below)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        if preexec_fn is not None:
+            preexec_fn()
     return subprocess.Popen([sys.executable, "-c", DRIVER, "reproduce", *figures, "--out", str(out)],
                             stdout=stdout, stderr=subprocess.PIPE, text=True, env=_env(**env),
-                            preexec_fn=preexec_fn)
+                            preexec_fn=child)
 
 
 def _wait_for(cond, what, proc=None, timeout=60):
