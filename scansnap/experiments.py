@@ -1,6 +1,8 @@
 """The paper's experiments as functions: settings in, numbers out (the CLI and the book call these)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 from tqdm.auto import tqdm
@@ -330,3 +332,131 @@ def load_csv(path, undefined=None) -> dict:
                 raise ValueError(f"{path}, line {i}: {k} = {v!r} is not a finite number (a diverged run or a "
                                  "damaged file)")
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# Chapter 5: the snap in the real model (Syn-Medium with one query), three dynamics side by side
+# ---------------------------------------------------------------------------------------
+
+SNAP = dict(etas=(0.2, 0.5, 1.0, 2.0, 5.0), seed=1, steps=2048, momentum=0.9)
+FREEZE_FRACTION = 0.05     # chapter 5's freeze test: the last doubling's change below 5% of the peak
+
+
+def snap_train_args(etas=SNAP["etas"], seed=SNAP["seed"], steps=SNAP["steps"],
+                    momentum=SNAP["momentum"]) -> dict:
+    """``train``'s arguments for chapter 5's grid: every pair (eta_Y, eta_Z) from ``etas``
+    (eta_Y-major), one seed, ``steps`` steps of SGD with ``momentum`` (the paper's 0.9; batch
+    128, T = 128, from Y = Z = 0: ``train``'s defaults). Z is saved at every step up to 64 (peak times),
+    at every power of two (changes per doubling) and on a log grid (smooth curves)."""
+    steps = positive_int("steps", steps)
+    grid = [(float(ey), float(ez)) for ey in etas for ez in etas]
+    if not grid:
+        raise ValueError("snap_train_args: etas is empty")
+    doublings = [2 ** k for k in range(int(np.log2(steps)) + 1)]
+    log_grid = np.unique(np.geomspace(1, steps, 60).round().astype(int)).tolist()
+    snaps = sorted(s for s in set(range(65)) | set(doublings) | set(log_grid) if s <= steps)
+    return dict(eta_y=[g[0] for g in grid], eta_z=[g[1] for g in grid], seeds=[int(seed)] * len(grid),
+                steps=steps, optimizer="sgd", momentum=momentum, snapshot_steps=snaps)
+
+
+def change_per_doubling(c) -> np.ndarray:
+    """||c(2s) - c(s)||_1 from c (..., D, M) at the steps 1, 2, 4, ..., 2^(D-1): (..., D - 1)."""
+    c = np.asarray(c, float)
+    return np.abs(np.diff(c, axis=-2)).sum(-1)
+
+
+def population_loss(classes, Y, Z) -> float:
+    """E_n[-ln alpha_n(n)] in the long-sequence limit, classes uniform (what the population
+    dynamics minimise; ``theory.population_sgd`` records the same quantity at each step)."""
+    from .theory import attention_limit_all
+    c = attention_limit_all(classes, Z)
+    f = c / np.linalg.norm(c, axis=-1, keepdims=True)
+    lg = f @ np.asarray(Y, float)
+    lg = lg - lg.max(-1, keepdims=True)
+    la = lg - np.log(np.exp(lg).sum(-1, keepdims=True))
+    return float(-np.mean(la[np.arange(classes.K), classes.next_token]))
+
+
+@dataclass
+class SnapSweep:
+    """Chapter 5's three dynamics on one grid of rates, all from Y = Z = 0 on the same classes.
+
+    - ``sgd``: the real training (``train``: SGD with momentum, finite T and batch);
+    - ``population``: the same optimiser on the exact expected gradient
+      (``theory.population_sgd``: T and the batch infinite, no noise);
+    - the gradient flow (``theory.population_dynamics``) at the effective rates
+      eta / (1 - momentum), the theory's dynamics with no Sec. 6 approximation.
+
+    ``c_sgd`` (runs, len(snapshot_steps), M): the attention c_n of class 0 at every SGD snapshot.
+    ``change[kind]`` (runs, len(doublings) - 1), kind in sgd / population / flow: the change
+    ||c_n(2s) - c_n(s)||_1 of class 0 over [s, 2s] for s = doublings[:-1].
+    ``flow_t``, ``flow_loss`` (runs, len(flow_t)): the flow's times and its loss.
+    """
+    classes: object
+    grid: list
+    doublings: np.ndarray
+    snapshot_steps: list
+    sgd: object
+    c_sgd: np.ndarray
+    population: object
+    change: dict
+    flow_t: np.ndarray
+    flow_loss: np.ndarray
+    momentum: float
+
+    def run(self, eta_y: float, eta_z: float) -> int:
+        """The index of the run with rates (eta_y, eta_z)."""
+        key = (float(eta_y), float(eta_z))
+        if key not in self.grid:
+            raise ValueError(f"no run with eta_y={eta_y!r}, eta_z={eta_z!r} in the sweep {self.grid}")
+        return self.grid.index(key)
+
+    def frozen(self, kind: str, fraction: float = FREEZE_FRACTION) -> np.ndarray:
+        """Chapter 5's freeze test per run (bool, runs): the change over the last doubling is
+        below ``fraction`` of the run's largest change per doubling (kind: sgd, population, flow)."""
+        if kind not in self.change:
+            raise ValueError(f"kind must be one of {sorted(self.change)}, got {kind!r}")
+        cd = self.change[kind]
+        return cd[:, -1] < fraction * cd.max(1)
+
+    def c_at(self, steps) -> np.ndarray:
+        """c_n of class 0 after each SGD step in ``steps`` (saved snapshots only): (runs, len(steps), M)."""
+        idx = {s: i for i, s in enumerate(self.snapshot_steps)}
+        missing = [s for s in np.atleast_1d(steps).tolist() if s not in idx]
+        if missing:
+            raise ValueError(f"no snapshot at steps {missing}")
+        return self.c_sgd[:, [idx[s] for s in np.atleast_1d(steps).tolist()]]
+
+
+def snap_sweep(classes, sgd, momentum: float = SNAP["momentum"], flow_points: int = 40) -> SnapSweep:
+    """Beside ``sgd`` (a ``train`` result on ``classes``, e.g. with :func:`snap_train_args`), run
+    the same grid of rates with the same optimiser on the population gradient and as the
+    gradient flow at the effective rates eta / (1 - momentum); see :class:`SnapSweep`."""
+    from .theory import attention_limit_all, population_dynamics, population_sgd
+    if not 0 <= momentum < 1:
+        raise ValueError(f"momentum must be in [0, 1), got {momentum!r}")
+    grid = [(float(ey), float(ez)) for ey, ez in zip(np.asarray(sgd.eta_y), np.asarray(sgd.eta_z))]
+    snaps = sorted(int(s) for s in sgd.snapshots)
+    steps = sgd.loss.shape[1]
+    doublings = np.array([2 ** k for k in range(int(np.log2(steps)) + 1)])
+    missing = sorted(set(doublings.tolist()) - set(snaps))
+    if missing:
+        raise ValueError(f"snap_sweep needs the SGD snapshots at every power of two; missing {missing}")
+    c_sgd = np.stack([attention_limit_all(classes, sgd.snapshots[s].numpy())[:, 0] for s in snaps], axis=1)
+    at = {s: i for i, s in enumerate(snaps)}
+    pop = population_sgd(classes, [g[0] for g in grid], [g[1] for g in grid], steps, momentum=momentum,
+                         snapshot_steps=[0] + doublings.tolist())
+    c_pop = np.stack([attention_limit_all(classes, pop.snapshots[d])[:, 0] for d in doublings], axis=1)
+    flow_t = np.unique(np.concatenate([doublings, np.geomspace(1, steps, flow_points)]))
+    on_doubling = np.isin(flow_t, doublings)
+    c_flow, flow_loss = [], []
+    for ey, ez in grid:
+        sol = population_dynamics(classes, ey / (1 - momentum), ez / (1 - momentum), float(flow_t[-1]),
+                                  t_eval=flow_t, rtol=1e-4, atol=1e-7)
+        c_flow.append(attention_limit_all(classes, sol.Z[on_doubling])[:, 0])
+        flow_loss.append([population_loss(classes, y, z) for y, z in zip(sol.Y, sol.Z)])
+    change = {"sgd": change_per_doubling(c_sgd[:, [at[d] for d in doublings]]),
+              "population": change_per_doubling(c_pop),
+              "flow": change_per_doubling(np.stack(c_flow))}
+    return SnapSweep(classes, grid, doublings, snaps, sgd, c_sgd, pop, change, flow_t,
+                     np.array(flow_loss), momentum)

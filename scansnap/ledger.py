@@ -148,16 +148,42 @@ def statements(book_dir) -> set[str]:
     return found
 
 
+_PAGE = re.compile(r"^(\d+)([a-z]?)-(.+)$")
+
+
+def page_name(stem: str) -> str:
+    """How the table names a page: a chapter by its short name ('03-decoder' -> 'decoder'), an
+    appendix page by its number ('03a-decoder-proofs' -> '3A'), so that a result whose cells
+    span a chapter and its appendix reads 'decoder, 3A'; any other page by its stem."""
+    m = _PAGE.match(stem)
+    if not m:
+        return stem
+    number, appendix, name = m.groups()
+    return f"{int(number)}{appendix.upper()}" if appendix else name.split("-")[0]
+
+
+def _links(entries) -> str:
+    """{ref} links to the sections of one movement, grouped by page in the order they come:
+    the first section of a page is linked from the page's name, its further sections from
+    '(2)', '(3)', ... right after it ('decoder (2), 3A')."""
+    pages: dict[str, list[str]] = {}
+    for stem, label in entries:
+        pages.setdefault(stem, []).append(label)
+    out = []
+    for stem, labels in pages.items():
+        refs = [f"{{ref}}`{page_name(stem)} <{labels[0]}>`"]
+        refs += [f"{{ref}}`({i}) <{label}>`" for i, label in enumerate(labels[1:], start=2)]
+        out.append(" ".join(refs))
+    return ", ".join(out)
+
+
 def markdown(table: dict, defined: set[str] | frozenset = frozenset()) -> str:
     """A MyST table: the result (linked to its statement when ``defined`` has its label), then
-    {ref} links to the sections holding each movement's cells."""
+    {ref} links to the sections holding each movement's cells (see :func:`_links`)."""
     lines = ["| result | " + " | ".join(MOVEMENTS) + " |", "|---" * (len(MOVEMENTS) + 1) + "|"]
     for result in RESULTS:
         lab = statement_label(result)
         name = f"{{prf:ref}}`{result} <{lab}>`" if lab in defined else result
-        cells = []
-        for m in MOVEMENTS:
-            refs = [f"{{ref}}`{stem.split('-', 1)[-1]} <{label}>`" for stem, label in table[result][m]]
-            cells.append(", ".join(refs) if refs else "—")
+        cells = [_links(table[result][m]) or "—" for m in MOVEMENTS]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

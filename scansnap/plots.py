@@ -215,7 +215,7 @@ def _thin_labels(ax, positions, labels, axis: str = "x", fontsize: float = 9, ro
 
 @_styled
 def cn_over_training(classes: SequenceClasses, snapshots: dict, n: int = 0, loss=None, ylim=None) -> Figure:
-    """Fig. 4: c_n (Eq. 5) of class n over its tokens (common, then distinct) at several steps.
+    """The paper's Fig. 4: c_n (Eq. 5) of class n over its tokens (common, then distinct) at several steps.
 
     ``snapshots`` maps step -> Z of shape (M, M). With ``loss`` (per step), a second panel
     below shows the training loss. ``ylim`` fixes the c_n axis (a slider compares like with like).
@@ -269,7 +269,7 @@ def _panel_grid(n: int, height_per_row: float = 2.6, ncols: int = 2):
 
 @_styled
 def entropy_sweep(num_last, eta_z, ratio, entropy) -> Figure:
-    """Fig. 6: mean +- standard error (over seeds) of the distinct-token entropy vs eta_Y/eta_Z,
+    """The paper's Fig. 6: mean +- standard error (over seeds) of the distinct-token entropy vs eta_Y/eta_Z,
     one panel per vocabulary (#last/next tokens), two panels per row, one shared legend.
 
     Arguments are flat arrays, one entry per run (seeds are the repeats of a setting).
@@ -299,7 +299,7 @@ def entropy_sweep(num_last, eta_z, ratio, entropy) -> Figure:
 
 @_styled
 def h_vs_hstar(panels) -> Figure:
-    """Fig. 8: h*(s) (Eq. 33, discrete) against h(t) (Eq. 45, continuous) for several eta_Y.
+    """The paper's Fig. 8: h*(s) (Eq. 33, discrete) against h(t) (Eq. 45, continuous) for several eta_Y.
 
     ``panels`` is a list of (M, steps, [eta_Y, ...]).
     """
@@ -317,13 +317,13 @@ def h_vs_hstar(panels) -> Figure:
         ax.set_xlabel("step s")
         ax.set_ylabel("h")
         ax.legend()
-    fig.suptitle("solid: h* (Eq. 33); dashed: h (Eq. 45)", fontsize=STYLE["axes.titlesize"])
+    fig.suptitle(r"solid: $h^*(s)$ (Eq. 33); dashed: $h(t)$ (Eq. 45)", fontsize=STYLE["axes.titlesize"])
     return fig
 
 
 @_styled
 def growth_factor(M: int, K: int, eta_z: float, eta_ys, C0: float = 1.0, t_max: float = 1e5) -> Figure:
-    """Fig. 3: the growth-factor bound e^{2 B_n(t)} (Eq. 12, Theorem 4) for several eta_Y; dotted t_0."""
+    """The paper's Fig. 3: the growth-factor bound e^{2 B_n(t)} (Eq. 12, Theorem 4) for several eta_Y; dotted t_0."""
     from .theory import B_n, transition_time
     t = np.geomspace(1, t_max, 400)
     fig = Figure(figsize=(6.0, 3.4), layout="constrained")
@@ -331,16 +331,16 @@ def growth_factor(M: int, K: int, eta_z: float, eta_ys, C0: float = 1.0, t_max: 
     for i, ey in enumerate(eta_ys):
         ax.loglog(t, np.exp(2 * B_n(t, M, K, ey, eta_z, C0)), color=f"C{i}", label=rf"$\eta_Y={ey:g}$")
         ax.axvline(transition_time(M, K, ey), color=f"C{i}", ls=":", lw=0.8)
-    ax.set_xlabel("step t")
+    ax.set_xlabel(r"gradient-flow time $t$ (dotted: $t_0$, the same clock)")
     ax.set_ylabel(r"$e^{2B_n(t)}$ (bound on $\chi_{l_0}$)")
-    ax.set_title(rf"M={M}, K={K}, $\eta_Z$={eta_z:g}, $C_0$={C0:g}; dotted: $t_0$")
+    ax.set_title(rf"$M={M}$, $K={K}$, $\eta_Z={eta_z:g}$, $C_0={C0:g}$; dotted: $t_0$")
     ax.legend()
     return fig
 
 
 @_styled
 def B_fixed_ratio(panels, K: int = 10, C0: float = 1.0, t_max: float = 1e6) -> Figure:
-    """Fig. 9: B_n(t) at fixed nu = eta_Y/eta_Z; ``panels`` = [(M, [(eta_Z, eta_Y), ...]), ...]."""
+    """The paper's Fig. 9: B_n(t) at fixed nu = eta_Y/eta_Z; ``panels`` = [(M, [(eta_Z, eta_Y), ...]), ...]."""
     from .theory import B_n, transition_time
     t = np.geomspace(1, t_max, 400)
     rows, cols = _grid(len(panels))
@@ -350,8 +350,8 @@ def B_fixed_ratio(panels, K: int = 10, C0: float = 1.0, t_max: float = 1e6) -> F
         for i, (ez, ey) in enumerate(pairs):
             ax.semilogx(t, B_n(t, M, K, ey, ez, C0), color=f"C{i}", label=rf"$\eta_Z={ez:g},\ \eta_Y={ey:g}$")
             ax.axvline(transition_time(M, K, ey), color=f"C{i}", ls=":", lw=0.8)
-        ax.set_title(rf"M={M}, $\nu=\eta_Y/\eta_Z$={pairs[0][1] / pairs[0][0]:g}")
-        ax.set_xlabel("step t")
+        ax.set_title(rf"$M={M}$, $\nu=\eta_Y/\eta_Z={pairs[0][1] / pairs[0][0]:g}$")
+        ax.set_xlabel(r"gradient-flow time $t$ (dotted: $t_0$)")
         ax.set_ylabel(r"$B_n(t)$ (corrected Eq. 129)")
         ax.legend()
     return fig
@@ -359,7 +359,7 @@ def B_fixed_ratio(panels, K: int = 10, C0: float = 1.0, t_max: float = 1e6) -> F
 
 @_styled
 def cn_final(classes: SequenceClasses, Zs: dict, n: int = 0, title: str = "") -> Figure:
-    """Fig. 5: the final attention c_n of class n over its tokens, one line per setting (label -> Z)."""
+    """The paper's Fig. 5: the final attention c_n of class n over its tokens, one line per setting (label -> Z)."""
     support = classes.support(n)
     order = np.concatenate([np.intersect1d(support, classes.common_tokens), classes.distinct_tokens(n)])
     fig = Figure(figsize=(COLUMN_WIDTH, 3.4), layout="constrained")
@@ -403,7 +403,7 @@ def recall_curves(num_last, eta_z, ratio, threshold, recall, by: str) -> Figure:
 
 @_styled
 def attention_maps(maps: dict, tokens=None, columns: str | None = None, label_size: float = MIN_FONT_PT) -> Figure:
-    """Fig. 7: attention heat maps, ``maps`` = {label: {step: (T, T) array}}, one colour bar (0-1).
+    """The paper's Fig. 7: attention heat maps, ``maps`` = {label: {step: (T, T) array}}, one colour bar (0-1).
 
     ``columns="steps"`` lays them out as the paper does (one row per label, one column per
     step); ``columns="labels"`` transposes (one column per label, one row per step: larger
@@ -490,7 +490,7 @@ def _every(tokens, k: int, start: int, stride: int):
 
 @_styled
 def entropy_vs_lr(lr, entropy) -> Figure:
-    """Fig. 10: mean +- std (over seeds) of the validation attention entropy vs learning rate."""
+    """The paper's Fig. 10: mean +- std (over seeds) of the validation attention entropy vs learning rate."""
     lr, entropy = np.asarray(lr), np.asarray(entropy)
     xs = sorted(set(lr.tolist()))
     fig = Figure(figsize=(4.8, 3.2), layout="constrained")
@@ -504,7 +504,7 @@ def entropy_vs_lr(lr, entropy) -> Figure:
 
 @_styled
 def freezing(iteration, entropy, change, loss=None) -> Figure:
-    """The longer Fig. 7 run: row entropy of the lowest layer's attention and its change between
+    """The longer run of the paper's Fig. 7: row entropy of the lowest layer's attention and its change between
     snapshots (NaN for the first), against the iteration; the learning rate is constant."""
     it, ent, ch = (np.asarray(a, dtype=float) for a in (iteration, entropy, change))
     fig = Figure(figsize=(COLUMN_WIDTH, 3.0), layout="constrained")
@@ -686,7 +686,7 @@ def model_diagram(context, query: str, next_token: str, attention, probs: dict) 
 
 
 def hero(classes: SequenceClasses, steps, c, gamma, speed, t0: float, sequences, n: int = 0,
-         frozen: float | None = None) -> Figure:
+         frozen: float | None = None, frozen_label: str = "snapped: most of the change done") -> Figure:
     """The intro's figure: the data, the scan of one training run, and what stops it.
 
     (a) one sampled sequence per class (common tokens grey, distinct tokens coloured by class,
@@ -696,8 +696,10 @@ def hero(classes: SequenceClasses, steps, c, gamma, speed, t0: float, sequences,
     (b) c_{l|n} (Eq. 5) of class ``n`` for each of its tokens over training: ``c`` is
     (S, M), one row per entry of ``steps`` (S,). (c) gamma(t) of Eq. 85 and the measured
     attention speed ||c_n(s) - c_n(s-1)||_1, each divided by its peak (``gamma``, ``speed``:
-    (S,)). ``t0`` (in steps) is marked in (b) and (c); from step ``frozen`` on (if given) both
-    are shaded as the snapped phase.
+    (S,)). ``t0`` (in steps: Theorem 4's t0 converted to the run's clock by the caller) is
+    marked in (b) and (c); from step ``frozen`` on (if given) both are shaded as the snapped
+    phase, labelled ``frozen_label`` (say what was measured: the snap slows the attention, it
+    does not stop it, chapter 5).
     """
     import matplotlib
     from matplotlib.patches import Rectangle
@@ -771,7 +773,7 @@ def hero(classes: SequenceClasses, steps, c, gamma, speed, t0: float, sequences,
     ax.axvline(t0, color="k", ls=":", lw=1.2)
     if frozen is not None:
         ax.axvspan(frozen, steps[-1], color="C0", alpha=0.07, lw=0)
-        ax.text((frozen + steps[-1]) / 2, 0.98, "snapped: the pattern is frozen", transform=ax.get_xaxis_transform(),
+        ax.text((frozen + steps[-1]) / 2, 0.98, frozen_label, transform=ax.get_xaxis_transform(),
                 ha="center", va="top", fontsize=9, color="0.3")
     ax.set_ylabel(rf"attention $c_{{l|n}}$ in class {n}", fontsize=10)
     ax.set_xlim(steps[0], steps[-1])
@@ -787,9 +789,9 @@ def hero(classes: SequenceClasses, steps, c, gamma, speed, t0: float, sequences,
         ax2.axvspan(frozen, steps[-1], color="C0", alpha=0.07, lw=0)
     ax2.text(t0, 1.03, r" $t_0$", ha="left", va="bottom", fontsize=10)
     ax2.set_ylim(0, 1.2)
-    ax2.set_xlabel("training step", fontsize=10)
+    ax2.set_xlabel(r"SGD step (dotted: $t_0$ in steps)", fontsize=10)
     ax2.set_ylabel("÷ its peak", fontsize=10)
     ax2.tick_params(labelsize=9)
     ax2.legend(fontsize=9, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
-    ax2.set_title("(c) what drives it, and what stops it", fontsize=9, loc="left")
+    ax2.set_title("(c) what drives it, and what slows it", fontsize=9, loc="left")
     return fig

@@ -216,7 +216,8 @@ def transition_time(M: int, K: int, eta_y: float) -> float:
 def momentum_clock(steps, beta: float) -> np.ndarray:
     """tau(s): how many plain-SGD steps s steps of SGD with momentum beta cover under a steady
     gradient, sum_{j=1}^{s} (1 - beta^j)/(1 - beta) = s/(1-beta) - beta (1-beta^s)/(1-beta)^2
-    (the intro's box; derived in chapter 5). The theory's time t (Theorem 4's t_0) is plain steps."""
+    (the book's three clocks: chapter 3, section sec-clocks; derived in chapter 5). The theory's
+    time t (Theorem 4's t_0) is plain steps."""
     beta = unit_interval("beta (momentum)", beta)
     s = finite("steps", steps)
     if np.any(s < 0):
@@ -291,6 +292,57 @@ def B_n(t, M: int, K: int, eta_y: float, eta_z: float, C0: float, printed: bool 
     C0 = positive("C0", C0)
     G = Gamma(t, M, K, eta_y, eta_z)
     return 0.25 * np.log(C0 + 4 * G) if printed else 0.25 * np.log1p(4 * G / C0)
+
+
+def B_n_late(t, M: int, K: int, eta_y: float, eta_z: float, C0: float, printed: bool = False):
+    """Eq. 132, Theorem 4's late form: B_n ~ (1/2) ln L + (1/4) ln(2K(M-1)^2 / (M^2 nu C0)),
+    with L = ln(M eta_Y t / K) and nu = eta_Y / eta_Z.
+
+    It is the exact B_n (Eq. 129) with h(t/K) = L/M and the 1 beside 4 Gamma / C0 dropped, so it
+    holds only once :func:`late_regime_margin` is >> 1 (the book's erratum 15; before that it can
+    even be negative). ``printed=True`` is the paper's Eq. 132, which lacks the -(1/4) ln C0 of
+    erratum 3.
+    """
+    M = positive_int("M", M, minimum=2)
+    K = positive_int("K", K)
+    eta_y, eta_z = positive("eta_y", eta_y), positive("eta_z", eta_z)
+    C0 = positive("C0", C0)
+    L = _late_log(t, M, K, eta_y)
+    nu = eta_y / eta_z
+    late = 0.5 * np.log(L) + 0.25 * np.log(2 * K * (M - 1) ** 2 / (M**2 * nu))
+    return late if printed else late - 0.25 * np.log(C0)
+
+
+def late_regime_margin(t, M: int, K: int, eta_y: float, eta_z: float, C0: float,
+                       printed: bool = False):
+    """How far t is into Eq. 132's regime, as a ratio that must be >> 1.
+
+    Eq. 132 drops the 1 beside 4 Gamma / C0 = 2K(M-1)^2 L^2 / (M^2 nu C0), which needs
+    L = ln(M eta_Y t/K) >> (M/(M-1)) sqrt(C0 nu / (2K)); the margin is L over that threshold
+    (the book's erratum 15). ``printed=True`` gives the paper's condition instead,
+    t >> (M eta_Y)^-1 exp(1/sqrt(2 nu)), as the ratio t M eta_Y exp(-1/sqrt(2 nu)).
+    """
+    M = positive_int("M", M, minimum=2)
+    K = positive_int("K", K)
+    eta_y, eta_z = positive("eta_y", eta_y), positive("eta_z", eta_z)
+    C0 = positive("C0", C0)
+    nu = eta_y / eta_z
+    if printed:
+        t = np.asarray(finite("t", t), float)
+        if np.any(t < 0):
+            raise ValueError(f"time t must be >= 0, got {float(t.min())!r}")
+        return t * M * eta_y * np.exp(-1 / np.sqrt(2 * nu))
+    return _late_log(t, M, K, eta_y) / (M / (M - 1) * np.sqrt(C0 * nu / (2 * K)))
+
+
+def _late_log(t, M, K, eta_y):
+    """L = ln(M eta_Y t / K) for Eq. 132, which needs L > 0."""
+    t = np.asarray(finite("t", t), float)
+    floor = K / (M * eta_y)
+    if np.any(~(t > floor)):
+        raise ValueError(f"time t must exceed K/(M eta_Y) = {floor:.3g} for Eq. 132 "
+                         f"(ln(M eta_Y t/K) > 0), got {float(t.min())!r}")
+    return np.log(M * eta_y * t / K)
 
 
 def B_n_ode(t_eval, M: int, K: int, eta_y: float, eta_z: float, C0: float, rtol=1e-10):

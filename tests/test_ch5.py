@@ -83,3 +83,69 @@ def test_population_sgd_agrees_with_population_steps(momentum):
         np.testing.assert_allclose(run.loss[r], losses, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(run.Y[r], Y, atol=1e-10)
         np.testing.assert_allclose(run.Z[r], Z, atol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------
+# experiments.snap_sweep: chapter 5's three dynamics (both of its pages build on it)
+# ---------------------------------------------------------------------------------------
+
+def test_snap_train_args_cover_the_grid_and_the_doublings():
+    from scansnap.experiments import snap_train_args
+    args = snap_train_args(etas=(0.5, 2.0), seed=3, steps=100)
+    assert list(zip(args["eta_y"], args["eta_z"])) == [(0.5, 0.5), (0.5, 2.0), (2.0, 0.5), (2.0, 2.0)]
+    assert args["seeds"] == [3] * 4 and args["steps"] == 100 and args["momentum"] == 0.9
+    snaps = args["snapshot_steps"]
+    assert snaps == sorted(set(snaps)) and max(snaps) <= 100
+    assert set(range(65)) | {1, 2, 4, 8, 16, 32, 64} <= set(snaps)
+    with pytest.raises(ValueError, match="etas is empty"):
+        snap_train_args(etas=())
+
+
+def test_change_per_doubling_and_population_loss():
+    from scansnap.experiments import change_per_doubling, population_loss
+    c = np.array([[1.0, 0.0], [0.5, 0.5], [0.5, 0.5], [0.0, 1.0]])
+    np.testing.assert_allclose(change_per_doubling(c), [1.0, 0.0, 1.0])
+    np.testing.assert_allclose(change_per_doubling(np.stack([c, c])), [[1.0, 0.0, 1.0]] * 2)
+    cls = syn_medium(1)
+    zero = np.zeros((cls.M, cls.M))
+    np.testing.assert_allclose(population_loss(cls, zero, zero), np.log(cls.M), rtol=1e-12)
+
+
+def test_snap_sweep_matches_its_parts():
+    """The sweep's population and flow are population_sgd and population_dynamics themselves."""
+    from scansnap.experiments import snap_sweep, snap_train_args, population_loss
+    cls = syn_medium(1)
+    args = snap_train_args(etas=(1.0, 2.0), steps=32)
+    sgd = train(cls, **args)
+    sw = snap_sweep(cls, sgd, flow_points=5)
+    assert sw.grid == [(1.0, 1.0), (1.0, 2.0), (2.0, 1.0), (2.0, 2.0)] and sw.run(2.0, 1.0) == 2
+    np.testing.assert_array_equal(sw.doublings, [1, 2, 4, 8, 16, 32])
+    for kind in ("sgd", "population", "flow"):
+        assert sw.change[kind].shape == (4, 5) and np.all(np.isfinite(sw.change[kind]))
+    pop = th.population_sgd(cls, 2.0, 1.0, 32, snapshot_steps=[4, 8])
+    np.testing.assert_allclose(sw.population.loss[2], pop.loss[0], rtol=1e-12)
+    c4, c8 = (th.attention_limit_all(cls, pop.snapshots[s])[0, 0] for s in (4, 8))
+    np.testing.assert_allclose(sw.change["population"][2, 2], np.abs(c8 - c4).sum(), rtol=1e-10)
+    c = th.attention_limit_all(cls, sgd.snapshots[16].numpy())[:, 0]
+    np.testing.assert_allclose(sw.c_at([16])[:, 0], c, rtol=1e-12)
+    flow = th.population_dynamics(cls, 2.0 / 0.1, 1.0 / 0.1, 32.0, t_eval=sw.flow_t, rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(sw.flow_loss[2, -1], population_loss(cls, flow.Y[-1], flow.Z[-1]), rtol=1e-9)
+    cd = sw.change["flow"]
+    np.testing.assert_array_equal(sw.frozen("flow"), cd[:, -1] < 0.05 * cd.max(1))
+    assert sw.frozen("sgd", fraction=2.0).all() and not sw.frozen("sgd", fraction=0.0).any()
+    with pytest.raises(ValueError, match="kind must be one of"):
+        sw.frozen("adam")
+    with pytest.raises(ValueError, match="eta_y=3.0"):
+        sw.run(3.0, 1.0)
+    with pytest.raises(ValueError, match="no snapshot at steps \\[33\\]"):
+        sw.c_at([33])
+
+
+def test_snap_sweep_needs_the_doublings():
+    from scansnap.experiments import snap_sweep
+    cls = syn_medium(1)
+    sgd = train(cls, eta_y=1.0, eta_z=1.0, steps=8, snapshot_steps=[1, 2, 8])
+    with pytest.raises(ValueError, match="missing \\[4\\]"):
+        snap_sweep(cls, sgd)
+    with pytest.raises(ValueError, match="momentum"):
+        snap_sweep(cls, sgd, momentum=1.0)

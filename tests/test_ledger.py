@@ -64,3 +64,31 @@ def test_results_link_to_their_statements():
     text = markdown(table, {"lemma-5"})
     assert "{prf:ref}`Lemma 5 <lemma-5>`" in text and "| Lemma 6 |" in text
     assert statement_label("Corollary 2") == "corollary-2"
+
+
+def test_pages_are_named_for_a_reader():
+    from scansnap.ledger import page_name
+    assert [page_name(s) for s in ("01-model", "03-decoder", "03a-decoder-proofs", "05a-snap-proofs",
+                                   "errata")] == ["model", "decoder", "3A", "5A", "errata"]
+
+
+def test_a_result_spanning_a_chapter_and_its_appendix(tmp_path):
+    """Cells of one result in a main line and in its appendix page (issue 25's split): one entry
+    per page, main line first, each further section of a page linked from '(2)', '(3)'."""
+    def nb(name, sections):
+        cells = []
+        for label, tag in sections:
+            cells.append({"cell_type": "markdown", "source": [f"({label})=\n## x"], "metadata": {}})
+            cells.append(_code("assert 1 + 1 == 2", tag))
+        (tmp_path / name).write_text(json.dumps({"cells": cells}))
+
+    nb("03-decoder.ipynb", [("sec-lemma-9", "ledger:Lemma 9:check")])
+    nb("03a-decoder-proofs.ipynb", [("sec-lemma-9-stage-1", "ledger:Lemma 9:check"),
+                                    ("sec-lemma-9-stage-2", "ledger:Lemma 9:check")])
+    table = collect(tmp_path)
+    assert table["Lemma 9"]["check"] == [("03-decoder", "sec-lemma-9"),
+                                         ("03a-decoder-proofs", "sec-lemma-9-stage-1"),
+                                         ("03a-decoder-proofs", "sec-lemma-9-stage-2")]
+    row = next(r for r in markdown(table).splitlines() if r.startswith("| Lemma 9 |"))
+    assert row == ("| Lemma 9 | — | {ref}`decoder <sec-lemma-9>`, {ref}`3A <sec-lemma-9-stage-1>` "
+                   "{ref}`(2) <sec-lemma-9-stage-2>` | — | — |")

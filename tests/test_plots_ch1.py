@@ -30,6 +30,10 @@ def test_hero_draws_three_panels_and_marks_t0():
         assert 3.5 in xs
     # (b) has one line per token of class 0 (10 common + 10 distinct) besides t0
     assert len(fig.axes[1].get_lines()) == len(classes.support(0)) + 1
+    # the shaded stretch says what was measured (the snap slows the attention; chapter 5)
+    fig = hero(classes, steps, c, gamma, speed, 3.5, seqs, frozen=8, frozen_label="95% done")
+    assert "95% done" in [t.get_text() for t in fig.axes[1].texts]
+    assert "t_0" in fig.axes[2].get_xlabel()          # the axis says the mark is in steps
 
 
 @pytest.mark.parametrize("bad, match", [
