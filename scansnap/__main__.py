@@ -346,31 +346,43 @@ def _stop(p, figures, done, why: str, status: int) -> int:
     return status
 
 
-def main(argv=None):
-    p = _Parser(prog="python -m scansnap",
-                                description="Re-run the experiments of 'Scan and Snap' (Tian et al., NeurIPS 2023).")
+# The command line's help, in words (module level: prose, not code for mutation testing to plant bugs in)
+HELP = {
+    "prog": "Re-run the experiments of 'Scan and Snap' (Tian et al., NeurIPS 2023).",
+    "reproduce": "re-run one figure of the paper and write its PNG and CSV",
+    "figure": "which figures ('all': every figure of the paper; 'freeze': the longer Fig. 7 run); "
+              "several share the Syn-Medium sweep",
+    "--out": "output folder (created if missing); each figure's CSV, PNG and provenance "
+             "record (<figure>.provenance.json) are replaced together",
+    "--device": "'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:N'",
+    "--steps": "training steps per run (default: the paper's, 100 for the synthetic data, "
+               f"1500 for fig7; 300 for fig10); at most {MAX_STEPS:,}",
+    "--seeds": "seeds of the Syn-Medium sweep (figs 6, 11, 12), e.g. '1-10' (paper, the default) or "
+               f"'1,2'; distinct, in [0, 2**63 - 1], at most {MAX_SEEDS}",
+    "--data": "text for figs 7, 10 and 'freeze': the shipped WikiText-2 valid+test split by "
+              "article (offline, default), the full WikiText-2 or WikiText-103 (downloaded once), "
+              "or 'auto' (full WikiText-2 when reachable, else shipped, saying so)",
+    "--force": "let a run with other settings than the paper's replace the book's own results "
+               "(--out scansnap/results); refused without it",
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m scansnap", description=HELP["prog"])
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("reproduce", prog="python -m scansnap reproduce", help="re-run one figure of the paper and write its PNG and CSV")
-    r.add_argument("figure", nargs="+", choices=FIGURES + EXTRAS + ("all",),
-                   help="which figures ('all': every figure of the paper; 'freeze': the longer Fig. 7 run); "
-                        "several share the Syn-Medium sweep")
-    r.add_argument("--out", type=_out_dir, required=True,
-                   help="output folder (created if missing); each figure's CSV, PNG and provenance "
-                        "record (<figure>.provenance.json) are replaced together")
-    r.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:N'")
-    r.add_argument("--steps", type=int, default=None,
-                   help="training steps per run (default: the paper's, 100 for the synthetic data, "
-                        f"1500 for fig7; 300 for fig10); at most {MAX_STEPS:,}")
-    r.add_argument("--seeds", type=_seeds, default=None,
-                   help="seeds of the Syn-Medium sweep (figs 6, 11, 12), e.g. '1-10' (paper, the default) or "
-                        f"'1,2'; distinct, in [0, 2**63 - 1], at most {MAX_SEEDS}")
-    r.add_argument("--data", default=None, choices=SOURCES,
-                   help="text for figs 7, 10 and 'freeze': the shipped WikiText-2 valid+test split by "
-                        "article (offline, default), the full WikiText-2 or WikiText-103 (downloaded once), "
-                        "or 'auto' (full WikiText-2 when reachable, else shipped, saying so)")
-    r.add_argument("--force", action="store_true",
-                   help="let a run with other settings than the paper's replace the book's own results "
-                        "(--out scansnap/results); refused without it")
+    r = sub.add_parser("reproduce", prog="python -m scansnap reproduce", help=HELP["reproduce"])
+    r.add_argument("figure", nargs="+", choices=FIGURES + EXTRAS + ("all",), help=HELP["figure"])
+    r.add_argument("--out", type=_out_dir, required=True, help=HELP["--out"])
+    r.add_argument("--device", default="auto", help=HELP["--device"])
+    r.add_argument("--steps", type=int, default=None, help=HELP["--steps"])
+    r.add_argument("--seeds", type=_seeds, default=None, help=HELP["--seeds"])
+    r.add_argument("--data", default=None, choices=SOURCES, help=HELP["--data"])
+    r.add_argument("--force", action="store_true", help=HELP["--force"])
+    return p
+
+
+def main(argv=None):
+    p = parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     a = p.parse_args(argv)
     _streams_open()

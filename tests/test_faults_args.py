@@ -176,3 +176,15 @@ def test_help_states_the_bounds(capsys):
     assert status == 0
     text = " ".join(out.split())
     assert "at most 100,000" in text and "at most 100" in text and "--force" in text
+
+
+def test_every_help_text_is_shown(capsys):
+    """Each flag's help (HELP) is what --help prints for it, and the top level names the command."""
+    status, out, _ = _main(capsys, "reproduce", "--help")
+    text = " ".join(out.split())
+    for key in ("figure", "--out", "--device", "--steps", "--seeds", "--data", "--force"):
+        assert " ".join(cli.HELP[key].split()) in text, key
+    assert text.startswith("usage: python -m scansnap reproduce [-h]")
+    status, out, _ = _main(capsys, "--help")
+    text = " ".join(out.split())
+    assert status == 0 and cli.HELP["prog"] in text and cli.HELP["reproduce"] in text
