@@ -120,6 +120,8 @@ def test_an_interrupted_figure_leaves_the_previous_set(tmp_path, capsys, monkeyp
 def test_commit_holds_interrupts_until_the_set_is_in_place(tmp_path):
     import os
     import signal
+    # Ctrl-C as in a terminal, even where this test runs as a background job (SIGINT ignored)
+    old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     stage = tmp_path / "stage"
     stage.mkdir()
     for n in ("a.csv", "a.png"):
@@ -142,6 +144,7 @@ def test_commit_holds_interrupts_until_the_set_is_in_place(tmp_path):
             pv.commit(stage, tmp_path, "a", rec)
     finally:
         os.replace = real
+        signal.signal(signal.SIGINT, old_int)
     assert moved == ["a.csv", "a.png", "a.provenance.json"]  # all three moved before the interrupt landed
 
 
