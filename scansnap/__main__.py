@@ -231,7 +231,7 @@ def _data(source: str, figures) -> tuple[str | None, dict | None, list]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         corpus = wikitext.load(source)
-    notes = [str(w.message) for w in caught]
+    notes = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]   # not a GC's ResourceWarning
     return corpus.source, {"asked": source, "source": corpus.source, "detail": corpus.detail}, notes
 
 
@@ -421,7 +421,7 @@ def main(argv=None):
                     warnings.simplefilter("always")
                     files = globals()[f"reproduce_{fig}"](stage, device=device, steps=a.steps, seeds=seeds,
                                                           cache=cache, data=data)
-                notes = [f"{w.category.__name__}: {w.message}" for w in caught]
+                notes = [f"{w.category.__name__}: {w.message}" for w in caught if issubclass(w.category, UserWarning)]
                 for note in notes:
                     print(f"{fig}: {note}", file=sys.stderr, flush=True)
                 rec = provenance.record(fig, stage, files, provenance.settings_for(fig, a.steps, seeds, data),

@@ -268,6 +268,8 @@ def _download(src: str, timeout: float) -> bytes:
         raise OSError(f"could not download {src} (the connection closed after {len(e.partial)} bytes, "
                       f"{e.expected} more expected); the offline text is source='shipped'") from None
     except (OSError, http.client.HTTPException, ValueError) as e:
+        if isinstance(e, urllib.error.HTTPError):
+            e.close()                    # its body's socket, else a ResourceWarning when collected
         why = getattr(e, "reason", None) if isinstance(e, urllib.error.URLError) and not hasattr(e, "code") else e
         raise OSError(f"could not download {src} ({why or type(e).__name__}); the offline text is "
                       "source='shipped'") from None

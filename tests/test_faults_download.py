@@ -226,3 +226,16 @@ def test_damaged_deflate_data_is_a_corrupt_archive():
     """The case behind 'damaged': zlib.error escaped every except clause before."""
     with pytest.raises(wikitext.CorruptArchive, match=r"^x: not a readable WikiText zip \((error|BadZipFile)"):
         wikitext._read_archive(_damaged(GOOD), "full", "x")
+
+
+def test_a_404_leaves_no_socket_open(serve):
+    """The HTTPError's body is closed: no ResourceWarning later (it showed as a stray 'note:')."""
+    import gc
+    import warnings
+    serve("missing")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(OSError, match="HTTP Error 404"):
+            wikitext.load("full")
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
