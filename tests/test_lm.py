@@ -175,7 +175,7 @@ def test_runs_side_by_side_equal_runs_alone_bit_for_bit(data):
     where, threads = set(), set()
     # the first two runs wait for each other: on a loaded machine the pool could otherwise finish
     # run 1 before run 2 is submitted and reuse its one thread (then nothing runs side by side)
-    both = threading.Barrier(2, timeout=120)
+    both = threading.Barrier(2, timeout=30)
 
     def fn(run, stop):
         if threading.current_thread().name.startswith("scansnap") and run in runs[:2]:
