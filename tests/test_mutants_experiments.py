@@ -140,8 +140,11 @@ def test_validation_attention_entropy_by_value():
     assert not model.training
     with pytest.raises(ValueError, match=r"validation text too short for one window of bptt=35 tokens in 10 columns"):
         ex.validation_attention_entropy(model, valid[:300])
-    d = ex.validation_attention_entropy.__defaults__
-    assert d == (35, 20, 10)
+    model.train()
+    assert ex.validation_attention_entropy(model, valid) == ex.validation_attention_entropy(model, valid, 35, 20, 10)
+    assert ex.validation_attention_entropy(model, valid) != ex.validation_attention_entropy(model, valid, 34, 20, 10)
+    assert ex.validation_attention_entropy(model, valid) != ex.validation_attention_entropy(model, valid, 35, 1, 10)
+    assert ex.validation_attention_entropy(model, valid) != ex.validation_attention_entropy(model, valid, 35, 20, 9)
 
 
 def test_fig7_trains_both_depths_at_rate_5_with_snapshots_on_the_window():
@@ -217,7 +220,10 @@ def test_fig10_rows_by_run(monkeypatch):
             ex.fig10(**bad)
     with pytest.raises(ValueError, match=r"run \(lr=1, seed=3\) is listed twice"):
         ex.fig10(lrs=(1.0, 1.0), seeds=(3,))
-    assert ex.fig10.__defaults__[:3] == ((1.0, 2.0, 3.0, 4.0, 5.0), (1, 2, 3, 4, 5), 300)
+    calls.clear()
+    ex.fig10(device="cpu", workers=1)                                      # the paper's grid, 300 steps
+    assert [(c["lr"], c["seed"]) for c in calls] == [(float(a), b) for a in range(1, 6) for b in range(1, 6)]
+    assert {c["steps"] for c in calls} == {300}
 
 
 def test_lm_runs_with_threads_returns_in_order():
