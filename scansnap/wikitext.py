@@ -152,7 +152,7 @@ _verified: dict = {}     # name -> (train, valid, test) texts verified in this p
 def _read_archive(blob: bytes, name: str, where: str):
     """The three token files of a WikiText zip, verified: zip CRCs, and for WikiText-2 the
     validation and test splits against the shipped checksums. CorruptArchive otherwise."""
-    if blob[:1] == b"<" or blob[:64].lstrip().lower().startswith((b"<!doctype", b"<html")):
+    if re.match(rb"\s*<", blob):      # a zip starts with PK; an HTML (or XML) page with <
         raise CorruptArchive(f"{where}: an HTML page, not a zip (a login, proxy or error page?)")
     try:
         with zipfile.ZipFile(io.BytesIO(blob)) as z:
