@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import collections
 import csv
+import os
 import signal
 import sys
 import threading
@@ -15,26 +17,42 @@ import numpy as np
 
 from . import provenance
 from .experiments import COMMON
-from .provenance import LM_FIGURES, PAPER_SEEDS
-from .wikitext import SOURCES
+from .provenance import CLOSED_FORM, LM_FIGURES, PAPER_SEEDS, SWEEP_FIGURES
+from .wikitext import SOURCES, CorruptArchive
 
 FIGURES = ("fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10", "fig11", "fig12")
 EXTRAS = ("freeze",)   # beyond the paper's figures; not part of 'all'
+# Bounds on what a run may ask, checked while parsing: past them a run would not finish in a
+# day on a CPU or would not fit in memory (each seed adds 64 Syn-Medium runs, ~80 MB of kept
+# weights), and a seed must fit the int64 grid of runs and torch's generators.
+MAX_SEEDS = 100
+MAX_STEPS = 100_000
+SEED_MAX = 2 ** 63 - 1
 
 
 def _seeds(text: str):
-    """'1-10' or '1,2,5' -> a tuple of ints."""
+    """'1-10' or '1,2,5' -> a tuple of distinct ints in [0, 2**63 - 1], at most MAX_SEEDS of them
+    (a range is counted before it is built; duplicates found in linear time)."""
     try:
         if "-" in text:
-            a, b = text.split("-")
-            out = tuple(range(int(a), int(b) + 1))
+            a, b = (int(x) for x in text.split("-"))
+            count, vals = b - a + 1, None
         else:
-            out = tuple(int(s) for s in text.split(","))
+            vals = [int(s) for s in text.split(",")]
+            count = len(vals)
     except ValueError:
         raise argparse.ArgumentTypeError(f"seeds must look like '1-10' or '1,2,5', got {text!r}")
-    if not out:
+    if count <= 0:
         raise argparse.ArgumentTypeError(f"no seeds in {text!r}")
-    dup = sorted({x for x in out if out.count(x) > 1})
+    if count > MAX_SEEDS:
+        raise argparse.ArgumentTypeError(f"{count} seeds in {text!r}: at most {MAX_SEEDS} (each adds 64 runs to "
+                                         "the Syn-Medium sweep; the paper uses 10)")
+    out = tuple(range(a, b + 1)) if vals is None else tuple(vals)
+    bad = [x for x in out if not 0 <= x <= SEED_MAX]
+    if bad:
+        raise argparse.ArgumentTypeError(f"seed {bad[0]} in {text!r} is out of range: a seed is an integer in "
+                                         "[0, 2**63 - 1]")
+    dup = sorted(x for x, c in collections.Counter(out).items() if c > 1)
     if dup:
         raise argparse.ArgumentTypeError(f"seed {dup[0]} is listed twice in {text!r}: a repeated seed "
                                          "repeats a run and shrinks the error bars")
@@ -361,102 +379,250 @@ def _data(source: str, figures) -> tuple[str | None, dict | None, list]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         corpus = wikitext.load(source)
-    notes = [str(w.message) for w in caught]
+    notes = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]   # not a GC's ResourceWarning
     return corpus.source, {"asked": source, "source": corpus.source, "detail": corpus.detail}, notes
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m scansnap",
-                                description="Re-run the experiments of 'Scan and Snap' (Tian et al., NeurIPS 2023).")
+def _out_dir(text: str) -> Path:
+    if not text:                       # Path('') is '.': an empty --out would mean the working folder
+        raise argparse.ArgumentTypeError("--out is empty: name a folder ('.' for the working folder)")
+    return Path(text)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a mistake reported in one line (no usage block above it) and exit 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+class _Signalled(BaseException):
+    """SIGTERM or SIGHUP, raised in the main thread like Ctrl-C's KeyboardInterrupt: the figure in
+    progress is abandoned (its staging folder removed), the sets already written stay."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_signalled(signum, frame):
+    raise _Signalled(signum)
+
+
+def _install_signal_handlers():
+    """SIGTERM and SIGHUP end the run as Ctrl-C does, one line and no traceback; a signal that
+    was ignored when we started (``nohup``: SIGHUP) stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) != signal.SIG_IGN:
+            signal.signal(sig, _raise_signalled)
+
+
+def _streams_open():
+    """A closed stdout or stderr (``>&-``) becomes /dev/null: otherwise the next file opened
+    would take its descriptor, and a library's print would land in a result file."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)          # the lowest free descriptor: this one
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w")
+
+
+def _say(msg: str) -> None:
+    """A line on stdout. If stdout is gone (``| head`` has exited), the messages stop and the run
+    goes on: the result files are what the command is for."""
+    try:
+        print(msg, flush=True)
+    except (OSError, ValueError):
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())    # so the pending buffer flushes somewhere
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            sys.stdout = open(os.devnull, "w")
+
+
+def _check_flags(a, figures) -> None:
+    """ValueError for a flag that no figure asked for uses, or a value past its bound: a
+    setting the run would silently ignore is a mistake worth one line."""
+    if a.steps is not None:
+        from ._validate import positive_int
+        positive_int("steps", a.steps)
+        if a.steps > MAX_STEPS:
+            raise ValueError(f"steps must be at most {MAX_STEPS:,} (the paper's are 100 to 1,500), got {a.steps}")
+    uses = {"--steps": [f for f in figures if f not in CLOSED_FORM],
+            "--seeds": [f for f in figures if f in SWEEP_FIGURES],
+            "--data": [f for f in figures if f in LM_FIGURES]}
+    which = {"--steps": "the trained figures (not fig3, fig8, fig9: closed forms)",
+             "--seeds": "fig6, fig11 and fig12 (the Syn-Medium sweep)",
+             "--data": "fig7, fig10 and freeze (WikiText-2)"}
+    given = {"--steps": a.steps, "--seeds": a.seeds, "--data": a.data}
+    for flag, value in given.items():
+        if value is not None and not uses[flag]:
+            raise ValueError(f"{flag} applies to {which[flag]}; {', '.join(figures)} would ignore it")
+    for k, figs in GRID_FIGURES.items():
+        if getattr(a, k, None) is not None and not any(f in figs for f in figures):
+            raise ValueError(f"--{k.replace('_', '-')} applies to {', '.join(figs)}; none of them is asked for "
+                             f"({' '.join(a.figure)})")
+
+
+def _book_results_folder() -> Path:
+    """scansnap/results: what chapter 6 reads (``experiments.book_results``)."""
+    from importlib.resources import files
+    return Path(str(files("scansnap") / "results"))
+
+
+def _book_results_guard(out: Path, figures, steps, seeds, data, force: bool, grid=None) -> None:
+    """The book's own results (scansnap/results) are the paper's settings: a run with other
+    settings into that folder is refused unless --force, before anything is computed."""
+    book = _book_results_folder()
+    if force or not book.is_dir() or not out.resolve().samefile(book.resolve()):
+        return
+    other = [f for f in figures if provenance.settings_for(f, steps, seeds, data, _grid_for(f, grid or {}))
+             != provenance.settings_for(f)]
+    if other:
+        raise ValueError(f"--out {out} holds the book's own results, made with the paper's settings: "
+                         f"{', '.join(other)} would be replaced by a run with other settings (--steps, --seeds, "
+                         "--data or a grid flag); write them into another folder, or add --force")
+
+
+def _stop(p, figures, done, why: str, status: int) -> int:
+    """One line: why the run stopped, what it wrote, what it did not (whose previous sets stand)."""
+    wrote = f"written: {', '.join(done)}" if done else "nothing written"
+    rest = [f for f in figures if f not in done]
+    print(f"{p.prog}: {why}; {wrote}; not written (previous sets, if any, kept): {', '.join(rest)}",
+          file=sys.stderr, flush=True)
+    return status
+
+
+# The command line's help, in words (module level: prose, not code for mutation testing to plant bugs in)
+HELP = {
+    "prog": "Re-run the experiments of 'Scan and Snap' (Tian et al., NeurIPS 2023).",
+    "reproduce": "re-run one figure of the paper and write its PNG and CSV",
+    "figure": "which figures ('all': every figure of the paper; 'freeze': the longer Fig. 7 run); "
+              "several share the Syn-Medium sweep. fig6.png shows the mean over seeds "
+              "± one standard error of the mean (fig6.csv: a row per run)",
+    "--out": "output folder (created if missing); each figure's CSV, PNG and provenance "
+             "record (<figure>.provenance.json) are replaced together",
+    "--device": "'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:N'",
+    "--steps": "training steps per run (default: the paper's, 100 for the synthetic data, "
+               f"1500 for fig7; 300 for fig10); at most {MAX_STEPS:,}",
+    "--seeds": "seeds of the Syn-Medium sweep (figs 6, 11, 12), e.g. '1-10' (paper, the default) or "
+               f"'1,2'; distinct, in [0, 2**63 - 1], at most {MAX_SEEDS}",
+    "--data": "text for figs 7, 10 and 'freeze': the shipped WikiText-2 valid+test split by "
+              "article (offline, default), the full WikiText-2 or WikiText-103 (downloaded once), "
+              "or 'auto' (full WikiText-2 when reachable, else shipped, saying so)",
+    "--force": "let a run with other settings than the paper's replace the book's own results "
+               "(--out scansnap/results); refused without it",
+    "grid": "your own grid (figs 6, 11, 12: the Syn-Medium sweep; --batch and --T also figs 4, 5)",
+    "grid-note": "Results made with any of these differ from the paper's settings: the provenance "
+                 "record says so, and the book refuses to read them as the paper's.",
+    "--eta-z": "attention learning rates eta_Z, e.g. '0.5,1,2,3' (the paper's)",
+    "--ratio": "eta_Y/eta_Z ratios, e.g. '1,2,5,10' (the paper's)",
+    "--num-last": "numbers of query tokens (vocabularies), e.g. '1,3,5,10' (the paper's)",
+    "--batch": "sequences per step (the paper's: 128)",
+    "--T": "sequence length, contextual tokens and the query (the paper's: 128)",
+    "epilog": "Past one machine: torchrun --nproc_per_node N -m scansnap reproduce fig10 --out DIR "
+              "(figs 6, 7, 10, 11, 12 split their runs over the ranks; rank 0 writes; see bench/RESULTS.md)",
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m scansnap", description=HELP["prog"])
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("reproduce", help="re-run one figure of the paper and write its PNG and CSV")
-    r.add_argument("figure", nargs="+", choices=FIGURES + EXTRAS + ("all",),
-                   help="which figures ('all': every figure of the paper; 'freeze': the longer Fig. 7 run); "
-                        "several share the Syn-Medium sweep. fig6.png shows the mean over seeds "
-                        "± one standard error of the mean (fig6.csv: a row per run)")
-    r.add_argument("--out", type=Path, required=True,
-                   help="output folder (created if missing); each figure's CSV, PNG and provenance "
-                        "record (<figure>.provenance.json) are replaced together")
-    r.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:N'")
-    r.add_argument("--steps", type=int, default=None,
-                   help="training steps per run (default: the paper's, 100 for the synthetic data, "
-                        "1500 for fig7; 300 for fig10)")
-    r.add_argument("--seeds", type=_seeds, default=PAPER_SEEDS,
-                   help="seeds of the Syn-Medium sweep (figs 6, 11, 12), e.g. '1-10' (paper) or '1,2'")
-    r.add_argument("--data", default="shipped", choices=SOURCES,
-                   help="text for figs 7, 10 and 'freeze': the shipped WikiText-2 valid+test split by "
-                        "article (offline, default), the full WikiText-2 or WikiText-103 (downloaded once), "
-                        "or 'auto' (full WikiText-2 when reachable, else shipped, saying so)")
-    g = r.add_argument_group("your own grid (figs 6, 11, 12: the Syn-Medium sweep; --batch and --T also figs 4, 5)",
-                             "Results made with any of these differ from the paper's settings: the provenance "
-                             "record says so, and the book refuses to read them as the paper's.")
-    g.add_argument("--eta-z", type=_rates, default=None, metavar="LIST",
-                   help="attention learning rates eta_Z, e.g. '0.5,1,2,3' (the paper's)")
-    g.add_argument("--ratio", type=_rates, default=None, metavar="LIST",
-                   help="eta_Y/eta_Z ratios, e.g. '1,2,5,10' (the paper's)")
-    g.add_argument("--num-last", type=_counts, default=None, metavar="LIST",
-                   help="numbers of query tokens (vocabularies), e.g. '1,3,5,10' (the paper's)")
-    g.add_argument("--batch", type=_int_at_least(1, "--batch"), default=None, metavar="B",
-                   help="sequences per step (the paper's: 128)")
-    g.add_argument("--T", type=_int_at_least(2, "--T"), default=None, metavar="T",
-                   help="sequence length, contextual tokens and the query (the paper's: 128)")
-    r.epilog = ("Past one machine: torchrun --nproc_per_node N -m scansnap reproduce fig10 --out DIR "
-                "(figs 6, 7, 10, 11, 12 split their runs over the ranks; rank 0 writes; see bench/RESULTS.md)")
+    r = sub.add_parser("reproduce", prog="python -m scansnap reproduce", help=HELP["reproduce"],
+                       epilog=HELP["epilog"])
+    r.add_argument("figure", nargs="+", choices=FIGURES + EXTRAS + ("all",), help=HELP["figure"])
+    r.add_argument("--out", type=_out_dir, required=True, help=HELP["--out"])
+    r.add_argument("--device", default="auto", help=HELP["--device"])
+    r.add_argument("--steps", type=int, default=None, help=HELP["--steps"])
+    r.add_argument("--seeds", type=_seeds, default=None, help=HELP["--seeds"])
+    r.add_argument("--data", default=None, choices=SOURCES, help=HELP["--data"])
+    r.add_argument("--force", action="store_true", help=HELP["--force"])
+    g = r.add_argument_group(HELP["grid"], HELP["grid-note"])
+    g.add_argument("--eta-z", type=_rates, default=None, metavar="LIST", help=HELP["--eta-z"])
+    g.add_argument("--ratio", type=_rates, default=None, metavar="LIST", help=HELP["--ratio"])
+    g.add_argument("--num-last", type=_counts, default=None, metavar="LIST", help=HELP["--num-last"])
+    g.add_argument("--batch", type=_int_at_least(1, "--batch"), default=None, metavar="B", help=HELP["--batch"])
+    g.add_argument("--T", type=_int_at_least(2, "--T"), default=None, metavar="T", help=HELP["--T"])
+    return p
+
+
+def main(argv=None):
+    p = parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     a = p.parse_args(argv)
-    from ._validate import resolve_device, positive_int
+    _streams_open()
+    from ._validate import resolve_device
     from . import distributed
     figures = []
     for f in a.figure:
         for g in (FIGURES if f == "all" else (f,)):
             if g not in figures:
                 figures.append(g)
+    seeds = a.seeds or PAPER_SEEDS
     grid = {"eta_z": a.eta_z, "ratio": a.ratio, "num_last": a.num_last, "batch": a.batch, "T": a.T}
-    for k, v in grid.items():
-        if v is not None and not any(f in GRID_FIGURES[k] for f in figures):
-            flag = "--" + k.replace("_", "-")
-            p.exit(2, f"{p.prog}: error: {flag} applies to {', '.join(GRID_FIGURES[k])}; "
-                      f"none of them is asked for ({' '.join(a.figure)})\n")
-    world = None
+    world, out = None, a.out
+    writer = True                                          # this process writes (rank 0 under torchrun)
     try:
+        _check_flags(a, figures)
         world, device_arg = distributed.init(a.device)     # under torchrun: one device a rank
-        device = str(resolve_device(device_arg))
-        if a.steps is not None:
-            positive_int("steps", a.steps)
+        writer = world is None or world.main
+        device = provenance.device_name(resolve_device(device_arg))
         error = None
-        out = a.out
-        if world is None or world.main:                    # only the writer needs --out
+        if writer:                                         # only the writer needs --out
             try:
                 out = provenance.check_out_dir(a.out)
+                with provenance._signals_held(), provenance.locked(out):
+                    finished = provenance.recover(out)     # a commit a killed run left half done
+                for note in finished:
+                    print(f"note: {note}", file=sys.stderr, flush=True)
             except (ValueError, OSError) as e:
                 error = str(e)
         error = distributed.agree(world, error)
         if error is not None:
             raise ValueError(error)
-        data, data_record, data_notes = _data(a.data, figures)
-    except (ValueError, OSError) as e:
+        data, data_record, data_notes = _data(a.data or "shipped", figures)
+        error = None
+        if writer:
+            try:
+                _book_results_guard(out, figures, a.steps, seeds, data, a.force, grid)
+            except ValueError as e:
+                error = str(e)
+        error = distributed.agree(world, error)
+        if error is not None:
+            raise ValueError(error)
+    except (ValueError, OSError, CorruptArchive) as e:
         # under torchrun: rank 0 says it, then every rank leaves together (a rank that left first
         # would have torchrun stop rank 0 before it printed)
-        if world is None or world.main:
+        if writer:
             print(f"{p.prog}: error: {e}", file=sys.stderr, flush=True)
         distributed.finish(world, barrier=True)
         sys.exit(2)
     if data_record is not None:
         for note in data_notes:
             distributed.say(world, f"note: {note}", file=sys.stderr)
-        distributed.say(world, f"data: {data_record['detail']}")
+        if writer:
+            _say(f"data: {data_record['detail']}")
     env = provenance.environment(device)
     env.update(world.record() if world is not None else {"world_size": 1})
-    # SIGTERM as SystemExit: the staging folder of the figure in progress is removed on the way out
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, lambda sig, frame: sys.exit(128 + sig))
+    _install_signal_handlers()
     cache: dict = {}
+    done, fig = [], None
+
+    def stop(why: str, status: int) -> int:
+        return _stop(p, figures, done, why, status) if writer else status
+
     try:
         for fig in figures:
             t0 = time.perf_counter()
-            kw = dict(device=device, steps=a.steps, seeds=a.seeds, cache=cache, data=data,
+            kw = dict(device=device, steps=a.steps, seeds=seeds, cache=cache, data=data,
                       grid=_grid_for(fig, grid), world=world)
-            if world is not None and not world.main:
+            if not writer:
                 if fig in DISTRIBUTED:                     # this rank's share; rank 0 gathers and writes
                     _share(fig, **kw)
                 continue
@@ -464,25 +630,36 @@ def main(argv=None):
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     files = globals()[f"reproduce_{fig}"](stage, **kw)
-                notes = [f"{w.category.__name__}: {w.message}" for w in caught]
+                notes = [f"{w.category.__name__}: {w.message}" for w in caught if issubclass(w.category, UserWarning)]
                 for note in notes:
                     print(f"{fig}: {note}", file=sys.stderr, flush=True)
-                settings = provenance.settings_for(fig, a.steps, a.seeds, data, _grid_for(fig, grid))
+                settings = provenance.settings_for(fig, a.steps, seeds, data, _grid_for(fig, grid))
                 rec = provenance.record(fig, stage, files, settings,
                                         data_record if fig in LM_FIGURES else None, env,
                                         time.perf_counter() - t0, notes + provenance.paper_notes(fig, settings), argv)
                 rec.update({"plotted": PLOTTED[fig]} if fig in PLOTTED else {})
-                names = provenance.commit(stage, out, fig, rec)
+                with provenance._signals_held():   # a signal held through the commit acts once fig is counted
+                    names = provenance.commit(stage, out, fig, rec)
+                    done.append(fig)
             where = f" ({world.size} ranks, {world.backend})" if world is not None else ""
-            print(f"{fig}: wrote {', '.join(str(out / f) for f in names)} in {time.perf_counter() - t0:.1f} s "
-                  f"on {device}{where}", flush=True)
+            _say(f"{fig}: wrote {', '.join(str(out / f) for f in names)} in {time.perf_counter() - t0:.1f} s "
+                 f"on {device}{where}")
+    except KeyboardInterrupt:
+        return stop("interrupted (Ctrl-C)", 128 + signal.SIGINT)
+    except _Signalled as e:
+        return stop(f"stopped by {signal.Signals(e.signum).name}", 128 + e.signum)
+    except OSError as e:                                # a full disk, a folder gone read-only
+        return stop(f"error: could not write {fig} in {out} ({e.strerror or e})", 1)
+    except FloatingPointError as e:                     # a diverged run says so, in one line
+        return stop(f"error: {fig}: {e}", 1)
     except distributed.RankFailed as e:
-        if world is None or world.main:
+        if writer:
             print(f"{p.prog}: error: {e}; nothing written for it", file=sys.stderr, flush=True)
         distributed.finish(world, barrier=True)       # rank 0 has said it before any rank leaves
         return 1
     finally:
         distributed.finish(world)
+    return 0
     return 0
 
 

@@ -45,6 +45,66 @@ def integer(name: str, value) -> int:
     return int(value)
 
 
+SEED_MIN, SEED_MAX = -2 ** 63, 2 ** 63 - 1     # what torch's generators and an int64 grid hold
+
+
+def seed(name: str, value) -> int:
+    """An integer seed that a signed 64-bit integer holds (torch's generators, the int64 grid
+    of runs), else ValueError naming it: 2**64 - 1 must not wrap to -1 on the way."""
+    v = integer(name, value)
+    if not SEED_MIN <= v <= SEED_MAX:
+        raise ValueError(f"{name} must be an integer in [-2**63, 2**63 - 1] (a signed 64-bit integer), "
+                         f"got {value!r}")
+    return v
+
+
+def array(name: str, value) -> np.ndarray:
+    """``value`` as a float64 array, else ValueError naming it (ragged rows, text, None)."""
+    try:
+        return np.asarray(value, float)
+    except (TypeError, ValueError):
+        pass
+    try:
+        shapes = {np.shape(row) for row in value}
+    except TypeError:
+        shapes = set()
+    if len(shapes) > 1:
+        raise ValueError(f"{name} must be a rectangular array of numbers; its rows have different "
+                         f"lengths ({sorted(shapes)})")
+    raise ValueError(f"{name} must be an array of numbers, got {value!r}")
+
+
+def times(name: str, value, empty_ok: bool = False) -> np.ndarray:
+    """Times (or steps) as a float64 array of finite numbers >= 0 (non-empty unless
+    ``empty_ok``), else ValueError naming the first bad one as given."""
+    t = array(name, value)
+    if t.size == 0 and not empty_ok:
+        raise ValueError(f"{name} is empty: give at least one time")
+    bad = ~np.isfinite(t) | (t < 0)
+    if bad.any():
+        v = float(t[bad].ravel()[0])
+        raise ValueError(f"{name} must be finite and >= 0, got {v!r}")
+    return t
+
+
+def distribution_rows(name: str, value) -> np.ndarray:
+    """Rows of probabilities (the last axis): finite, >= 0, each with some positive mass, else
+    ValueError naming the row. (A row need not sum to 1 where the caller normalises it.)"""
+    p = array(name, value)
+    if p.ndim == 0 or p.shape[-1] == 0:
+        raise ValueError(f"{name} must be a row of probabilities, got shape {p.shape}")
+    bad = ~np.isfinite(p) | (p < 0)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"{name} must hold probabilities (finite, >= 0): {float(p[idx])!r} at index {idx}")
+    empty = ~(p.sum(-1) > 0)
+    if np.any(empty):
+        idx = tuple(int(i) for i in np.argwhere(np.atleast_1d(empty))[0]) if p.ndim > 1 else ()
+        raise ValueError(f"{name}: row {idx} has no probability mass (every entry is 0)" if idx else
+                         f"{name} has no probability mass (every entry is 0)")
+    return p
+
+
 def unit_interval(name: str, value) -> float:
     """A number in [0, 1) (momentum, Adam's betas), else ValueError naming it."""
     try:

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ._validate import positive_int
+from ._validate import array, positive_int
 
 _SUM_TOL = 1e-9
 
@@ -41,7 +41,7 @@ class SequenceClasses:
 
     def __post_init__(self):
         # a copy: the table is made read-only below, and the caller's own array must stay writable
-        probs = np.array(self.probs, dtype=np.float64)
+        probs = np.array(array("probs", self.probs), dtype=np.float64)   # ragged rows: named, not numpy's words
         if probs.ndim != 2 or probs.shape[0] < 1 or probs.shape[1] < 2:
             raise ValueError(f"probs must be a (K, M) table with K >= 1, M >= 2; got shape {probs.shape}")
         K, M = probs.shape

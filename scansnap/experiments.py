@@ -347,9 +347,7 @@ def read_results(folder, paper: bool = True) -> dict:
 
     from . import provenance
 
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise FileNotFoundError(f"no results folder {folder}" + (" (it is a file)" if folder.exists() else ""))
+    folder = provenance.results_folder(folder)
     csvs = sorted((p for p in folder.iterdir() if p.name.endswith(".csv")), key=lambda p: p.name)
     if not csvs:
         raise FileNotFoundError(f"no results in {folder}: run python -m scansnap reproduce all --out scansnap/results")
@@ -374,15 +372,25 @@ INTEGER_COLUMNS = frozenset({"seed", "num_last", "step", "iteration", "layers", 
                              "M", "run", "class", "next_token", "top_token", "predicted_top"})
 # Columns that hold yes/no (written 0/1, as pandas writes booleans as numbers): load_csv returns bools.
 BOOL_COLUMNS = frozenset({"diverged", "tied", "top_as_predicted"})
+# Columns where a written 'nan' means "not defined here", not a failed number: freeze.csv's first
+# row (iteration 0) has no change since a previous snapshot and no training loss yet.
+UNDEFINED_ALLOWED = {"freeze.csv": ("change", "loss")}
 
 
-def load_csv(path) -> dict:
+def load_csv(path, undefined=None) -> dict:
     """A CSV written by ``python -m scansnap reproduce`` as {column: numpy array}: the columns of
     :data:`INTEGER_COLUMNS` (seed, step, token, ...) as int64 when every value is a whole
     number, those of :data:`BOOL_COLUMNS` (diverged, ...) as bool when every value is 0 or 1,
     the others as float64. Checks nothing about where the file came from: use
-    :func:`read_results` for that."""
+    :func:`read_results` for that.
+
+    A 'nan' or 'inf' is a ValueError naming the line and column (a diverged run or a damaged
+    file is not a number to plot), except 'nan' in the columns ``undefined`` names (default:
+    :data:`UNDEFINED_ALLOWED` for the file's name), where it means "not defined"."""
     import csv
+    import math
+    from pathlib import Path
+    allowed = set(UNDEFINED_ALLOWED.get(Path(str(path)).name, ()) if undefined is None else undefined)
     with open(path, newline="") as fh:
         reader = csv.reader(fh)
         header = next(reader, None)
@@ -395,9 +403,12 @@ def load_csv(path) -> dict:
             raise ValueError(f"{path}, line {i}: {len(row)} fields, the header has {len(header)}")
         for k, v in zip(header, row):
             try:
-                out[k][i - 2] = float(v)
+                out[k][i - 2] = x = float(v)
             except ValueError:
                 raise ValueError(f"{path}, line {i}: {k} = {v!r} is not a number") from None
+            if not math.isfinite(x) and not (math.isnan(x) and k in allowed):
+                raise ValueError(f"{path}, line {i}: {k} = {v!r} is not a finite number (a diverged run or a "
+                                 "damaged file)")
     return _integer_columns(out)
 
 

@@ -24,6 +24,7 @@ one torch thread each (``scansnap.experiments.lm_runs``): a run's numbers are th
 """
 from __future__ import annotations
 
+import collections
 import math
 import threading
 import time
@@ -35,7 +36,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from ._cpu import keep_freed_memory
-from ._validate import positive, positive_int, resolve_device
+from ._validate import positive, positive_int, resolve_device, seed as _seed
 from .model import Dropout, EmbeddingTransformer
 
 
@@ -191,6 +192,23 @@ def _diverged(what, step, loss):
                               f"lower the learning rate")
 
 
+def _rate(lr, dtype):
+    """A positive learning rate that the weights' dtype holds (torch's SGD multiplies in it)."""
+    lr = positive("lr", lr)
+    if lr > torch.finfo(dtype).max:
+        raise ValueError(f"lr = {lr:g} is larger than the largest {dtype} ({torch.finfo(dtype).max:.4g})")
+    return lr
+
+
+def _after_last_update(what, steps, logits, snapshots=()):
+    """FloatingPointError when the last update diverged: the loss of step s is taken before
+    update s, so only the model's output after the last one can show it (logits on the next
+    window, and the attention maps saved then), never an all-NaN result returned as a run."""
+    if not bool(torch.isfinite(logits).all()) or not all(bool(torch.isfinite(a).all()) for a in snapshots):
+        raise FloatingPointError(f"{what} diverged at its last update (step {steps - 1}): its output after "
+                                 f"it is not finite; lower the learning rate")
+
+
 def train_lm(train_ids: torch.Tensor, vocab_size: int, *, layers: int = 1, heads: int = 1,
              d: int = 200, d_hidden: int = 200, dropout: float = 0.2, positional="sinusoidal",
              lr: float = 5.0, steps: int = 1500, batch: int = 20, bptt: int = 35, clip: float = 0.5,
@@ -220,7 +238,8 @@ def train_lm(train_ids: torch.Tensor, vocab_size: int, *, layers: int = 1, heads
     """
     steps, batch, bptt, clip, vocab_size, snaps = _check(train_ids, vocab_size, steps, batch, bptt, clip,
                                                          probe, snapshot_steps)
-    lr = positive("lr", lr)
+    lr = _rate(lr, dtype)
+    seed = _seed("seed", seed)
     dev = resolve_device(device)
     progress = _progress(progress)
     model, gen = _build(seed, dev, dtype, vocab_size, d=d, heads=heads, layers=layers, d_hidden=d_hidden,
@@ -302,6 +321,12 @@ def _train_lm(model, train_ids, vocab_size, dev, *, lr, steps, batch, bptt, clip
         opt.step()
     if steps in snaps:
         snapshot(steps)
+    i = (steps % n_windows) * bptt
+    model.eval()
+    with torch.no_grad():
+        logits, _ = model(data[i:i + bptt].t())
+    model.train()
+    _after_last_update(f"the {layers}-layer LM (lr={lr:g}, seed={seed})", steps, logits, out.get(steps, ()))
     return LMResult(losses, out, model, dict(layers=layers, heads=heads, lr=lr, steps=steps, seed=seed,
                                              batch=batch, bptt=bptt, clip=clip, dropout=dropout))
 
@@ -381,7 +406,8 @@ class _Stacked:
 
 def _runs(lrs, seeds):
     lrs = [positive("lr", v) for v in np.atleast_1d(np.asarray(lrs, dtype=object)).tolist()]
-    seeds = np.atleast_1d(np.asarray(seeds)).tolist()
+    # a list keeps Python ints exact: as an array, 2**64 - 1 would be a uint64 and 2**64 a float
+    seeds = list(seeds) if isinstance(seeds, (list, tuple)) else np.atleast_1d(np.asarray(seeds)).tolist()
     if not lrs:
         raise ValueError("no learning rates given (an empty list)")
     if not seeds:
@@ -395,8 +421,9 @@ def _runs(lrs, seeds):
     for s in seeds:
         if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
             raise ValueError(f"seeds must be integers, got {s!r}")
+        _seed("seed", s)
     pairs = list(zip(lrs, seeds))
-    dup = sorted({p for p in pairs if pairs.count(p) > 1})
+    dup = sorted(p for p, c in collections.Counter(pairs).items() if c > 1)   # linear in the runs
     if dup:
         raise ValueError(f"run (lr={dup[0][0]:g}, seed={dup[0][1]}) is listed twice: repeated runs are "
                          f"identical and would shrink the spread over seeds")
@@ -419,6 +446,8 @@ def train_lms(train_ids: torch.Tensor, vocab_size: int, lrs, seeds, *, layers: i
     steps, batch, bptt, clip, vocab_size, snaps = _check(train_ids, vocab_size, steps, batch, bptt, clip,
                                                          probe, snapshot_steps)
     lrs, seeds = _runs(lrs, seeds)
+    for lr in lrs:
+        _rate(lr, dtype)
     dev = resolve_device(device)
     progress = _progress(progress)
     built = [_build(s, dev, dtype, vocab_size, d=d, heads=heads, layers=layers, d_hidden=d_hidden,
@@ -462,6 +491,12 @@ def train_lms(train_ids: torch.Tensor, vocab_size: int, lrs, seeds, *, layers: i
                 p.sub_(p.grad * coef.view(-1, *([1] * (p.dim() - 1))))
     if steps in snaps:
         snapshot(steps)
+    i = (steps % n_windows) * bptt
+    with torch.no_grad():
+        logits, _ = net.forward(data[i:i + bptt].t())
+    for r in range(R):
+        _after_last_update(f"run {r} ({layers}-layer LM, lr={lrs[r]:g}, seed={seeds[r]})", steps, logits[r],
+                           [out[r][steps][0]] if steps in snaps else ())
     net.unstack(models)
     return [LMResult(losses[r], out[r], models[r],
                      dict(layers=layers, heads=heads, lr=lrs[r], steps=steps, seed=seeds[r], batch=batch,

@@ -10,7 +10,6 @@ import numpy as np
 
 from ._validate import finite
 from .data import SequenceClasses
-from .theory import attention_limit_all
 
 _SUM_TOL = 1e-3   # attention rows sum to 1; maps read back from a CSV carry 6 digits
 
@@ -41,8 +40,14 @@ def distinct_entropy(classes: SequenceClasses, Z, what: str = "Z") -> np.ndarray
     ``what`` names Z in error messages.
     """
     Z = _check_Z(classes, Z, what)
-    c = attention_limit_all(classes, Z)                        # (..., K, M)
-    d = np.where(classes.distinct_mask, c, 0.0)
+    # c_n restricted to G_DT(n) and renormalised is a softmax of log P(l|n) + z_{psi(n) l} over
+    # G_DT(n) alone: taken in that form (the max subtracted inside G_DT(n)) it never divides 0
+    # by 0, as renormalising c_n would where the common tokens' logits are so large that the
+    # distinct tokens' share underflows to exactly 0 (an entropy of 0, the best value, from 0/0).
+    with np.errstate(divide="ignore"):
+        logit = np.log(classes.probs) + Z[..., classes.query, :]
+    logit = np.where(classes.distinct_mask, logit, -np.inf)
+    d = np.exp(logit - logit.max(axis=-1, keepdims=True))
     d = d / d.sum(axis=-1, keepdims=True)
     return _entropy(d).mean(axis=-1)
 

@@ -16,6 +16,8 @@ import hashlib
 import json
 import os
 import platform
+import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -23,6 +25,11 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:                 # Windows: no flock; commits there are not serialised
+    fcntl = None
 
 FORMAT = 1
 SUFFIX = ".provenance.json"
@@ -99,6 +106,14 @@ def git_commit() -> str:
     return head.stdout.strip() + ("+dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
 
 
+def device_name(device) -> str:
+    """How a record names a device: ``cpu`` for any CPU (``cpu:0`` is the same one), else
+    torch's name (``cuda``, ``cuda:1``)."""
+    import torch
+    d = torch.device(device)
+    return "cpu" if d.type == "cpu" else str(d)
+
+
 def environment(device: str) -> dict:
     """Package and library versions, commit, device and date: the second half of a record."""
     import numpy
@@ -107,7 +122,7 @@ def environment(device: str) -> dict:
     from . import __version__
     return {"scansnap": __version__, "git_commit": git_commit(), "torch": torch.__version__,
             "numpy": numpy.__version__, "python": platform.python_version(),
-            "platform": platform.platform(), "device": str(device),
+            "platform": platform.platform(), "device": device_name(device),
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
 
 
@@ -120,18 +135,39 @@ def sha256(path) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# Writing: check the folder first, stage, then move the set into place together
+# Writing: check the folder first, stage, then switch the set into place as one step
 # ---------------------------------------------------------------------------------------
+#
+# A figure's set is switched by a journal, as a database commits: its files are staged in
+# ``.<figure>.staging-<pid>-*`` inside --out, the old files are kept as hard links beside
+# them, then ``.<figure>.commit.json`` (the journal) is written atomically. That rename is the
+# switch: before it the old set stands, after it the new one does. The files are then moved
+# into place and the journal removed. A process killed in between (SIGKILL, a power cut)
+# leaves the journal, and the next run into the folder, or the next read of it, finishes the
+# moves (rolls forward) before anything else; a move that fails in the process (a file
+# became a folder, the disk went read-only) puts the old files back (rolls back) and says so.
+# An exclusive lock on the folder (flock) serialises commits, so two writers into one --out
+# each leave a complete set, the later one's; staging folders and journal parts whose process
+# is gone are removed by the next run. Ctrl-C, SIGTERM and SIGHUP are held back while the files
+# move: one switch is never cut in half by the process itself.
+
+_STAGING = re.compile(r"^\.(?P<figure>[A-Za-z0-9_]+)\.staging-(?P<pid>\d+)-")
+_DEBRIS = re.compile(r"^\.(?:[A-Za-z0-9_]+\.commit\.json|scansnap-write-test)\.(?P<pid>\d+)\.")
+_JOURNAL = re.compile(r"^\.(?P<figure>[A-Za-z0-9_]+)\.commit\.json$")
+HELD_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+
 
 def check_out_dir(out) -> Path:
     """Make ``out`` if missing and prove it writable now (before any computation); a file
-    in the way or a folder that cannot be written is a ValueError saying which."""
+    in the way, an empty name or a folder that cannot be written is a ValueError saying which."""
+    if str(out) == "":
+        raise ValueError("--out is empty: name a folder ('.' for the working folder)")
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a folder")
     try:
         out.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=out, prefix=".scansnap-write-test-")
+        fd, probe = tempfile.mkstemp(dir=out, prefix=f".scansnap-write-test.{os.getpid()}.")
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
@@ -141,9 +177,10 @@ def check_out_dir(out) -> Path:
 
 @contextlib.contextmanager
 def staged(out: Path, figure: str):
-    """A fresh staging folder inside ``out`` for one figure's files; removed on leaving
+    """A fresh staging folder inside ``out`` for one figure's files, named by this process's id
+    (so a later run can tell it is stale once the process is gone); removed on leaving
     (whatever happened). Move its files into ``out`` with :func:`commit`."""
-    stage = Path(tempfile.mkdtemp(dir=out, prefix=f".{figure}.staging-"))
+    stage = Path(tempfile.mkdtemp(dir=out, prefix=f".{figure}.staging-{os.getpid()}-"))
     try:
         yield stage
     finally:
@@ -152,15 +189,17 @@ def staged(out: Path, figure: str):
 
 @contextlib.contextmanager
 def _signals_held():
-    """Hold back SIGINT and SIGTERM until the block is done, then act on them as before: a set
-    of renames is not cut in the middle. (Python handlers, not a thread signal mask: another
-    thread, torch's for one, could take a process-directed signal.)"""
+    """Hold back SIGINT, SIGTERM and SIGHUP until the block is done, then act on them as before:
+    a set of renames is not cut in the middle. (Python handlers, not a thread signal mask:
+    another thread, torch's for one, could take a process-directed signal.) A signal that is
+    ignored (``nohup``: SIGHUP) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     pending, old = [], {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        old[sig] = signal.signal(sig, lambda s, frame: pending.append(s))
+    for sig in HELD_SIGNALS:
+        if signal.getsignal(sig) != signal.SIG_IGN:
+            old[sig] = signal.signal(sig, lambda s, frame: pending.append(s))
     try:
         yield
     finally:
@@ -170,32 +209,188 @@ def _signals_held():
             handler = old[sig]
             if callable(handler):
                 handler(sig, None)                 # SIGINT: KeyboardInterrupt, now
-            elif handler == signal.SIG_DFL:
+            elif handler in (signal.SIG_DFL, None):
                 os.kill(os.getpid(), sig)
+
+
+@contextlib.contextmanager
+def locked(folder):
+    """An exclusive lock on ``folder`` (``flock`` on the folder itself: no lock file left
+    behind, released by the kernel if the process dies) for the block."""
+    if fcntl is None:
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _pause():
+    """Tests widen the commit's window with SCANSNAP_TEST_COMMIT_PAUSE (seconds) to send a
+    signal or SIGKILL into it; unset, nothing."""
+    pause = os.environ.get("SCANSNAP_TEST_COMMIT_PAUSE")
+    if pause:
+        import time
+        time.sleep(float(pause))
+
+
+def _fsync(path, directory=False):
+    fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
+    try:
+        os.fsync(fd)
+    except OSError:                 # a file system without fsync on folders: best effort
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_journal(out: Path, plan: dict) -> Path:
+    """Write ``.<figure>.commit.json`` atomically (a part file named by pid, fsynced, renamed)."""
+    journal = out / f".{plan['figure']}.commit.json"
+    part = out / f".{plan['figure']}.commit.json.{os.getpid()}.part"
+    try:
+        with open(part, "w") as fh:
+            json.dump(plan, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(part, journal)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(part)
+        raise
+    _fsync(out, directory=True)
+    return journal
+
+
+def _keep_old(src: Path, dst: Path) -> None:
+    """Keep the current file for a roll-back: a hard link (no copy), or a copy where links fail."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _roll_forward(out: Path, stage: Path, names) -> None:
+    for n in names:
+        if (stage / n).exists():
+            os.replace(stage / n, out / n)
+
+
+def _roll_back(out: Path, stage: Path, names, had) -> None:
+    for n in names:
+        if n in had:
+            if (stage / ".prev" / n).exists():
+                os.replace(stage / ".prev" / n, out / n)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(out / n)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:         # someone else's live process
+        return True
+    return True
+
+
+def recover(out) -> list[str]:
+    """Finish what a killed writer left in ``out`` (call with :func:`locked` held): an
+    interrupted commit rolled forward (back, if it had started rolling back or the moves
+    fail again), then staging folders and journal parts of processes that are gone removed.
+    Returns a note per commit finished."""
+    out = Path(out)
+    notes = []
+    for journal in sorted(p for p in out.iterdir() if _JOURNAL.match(p.name)):
+        try:
+            plan = json.loads(journal.read_text())
+            stage, names, had = out / plan["stage"], list(plan["names"]), list(plan["had"])
+            figure, state = plan["figure"], plan["state"]
+            if not _STAGING.match(plan["stage"]) or "/" in plan["stage"] or \
+                    not all(isinstance(n, str) and _plain_name(n) for n in names + had):
+                raise ValueError("it names files outside the folder")
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"{journal} is an unreadable commit journal ({e}): the files of that figure may "
+                             "be a mix; delete the journal and regenerate the figure") from None
+        if state == "forward":
+            try:
+                _roll_forward(out, stage, names)
+                notes.append(f"finished the interrupted commit of {figure} in {out}: its new set is in place")
+            except OSError as e:
+                _write_journal(out, dict(plan, state="back"))
+                _roll_back(out, stage, names, had)
+                notes.append(f"could not finish the interrupted commit of {figure} in {out} ({e.strerror or e}); "
+                             "its previous set is back in place")
+        else:
+            _roll_back(out, stage, names, had)
+            notes.append(f"rolled back the failed commit of {figure} in {out}: its previous set is in place")
+        os.unlink(journal)
+        shutil.rmtree(stage, ignore_errors=True)
+    for p in out.iterdir():
+        m = _STAGING.match(p.name) or _DEBRIS.match(p.name)
+        if m and not _alive(int(m["pid"])):
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(p)
+    return notes
 
 
 def record(figure: str, stage: Path, files, settings: dict, data, env: dict, seconds: float,
            notes=(), argv=None) -> dict:
-    """The provenance record of one figure: its files' sha256 (as staged), how they were made."""
+    """The provenance record of one figure: its files' sha256 (as staged), how they were made.
+    The command is shell-quoted: it can be pasted back into a shell as recorded."""
     argv = sys.argv[1:] if argv is None else list(argv)
     return _plain({"format": FORMAT, "figure": figure,
-                   "command": " ".join(["python -m scansnap", *argv]),
+                   "command": shlex.join(["python", "-m", "scansnap", *argv]),
                    "files": {f: sha256(stage / f) for f in files},
                    "settings": settings, "data": data, **env, "seconds": round(seconds, 1),
                    "notes": list(notes)})
 
 
 def commit(stage: Path, out: Path, figure: str, rec: dict) -> list[str]:
-    """Write the record into the stage, then move every staged file into ``out``, the record
-    last, with interrupts held back. Returns the names moved."""
+    """Write the record into the stage, then switch the staged set into ``out`` (see above:
+    a journal, the moves, the record last), under the folder's lock with interrupts held
+    back. Returns the names moved; an OSError (the previous set back in place) if it fails."""
     name = figure + SUFFIX
     with open(stage / name, "w") as fh:
         json.dump(rec, fh, indent=1, sort_keys=True)
         fh.write("\n")
     names = list(rec["files"]) + [name]
-    with _signals_held():
+    for n in names:
+        _fsync(stage / n)
+    with _signals_held(), locked(out):
+        recover(out)
+        (stage / ".prev").mkdir()
+        had = []
         for n in names:
-            os.replace(stage / n, out / n)
+            if os.path.lexists(out / n):
+                _keep_old(out / n, stage / ".prev" / n)
+                had.append(n)
+        plan = {"figure": figure, "stage": stage.name, "names": names, "had": had, "state": "forward",
+                "pid": os.getpid()}
+        journal = _write_journal(out, plan)          # the switch: from here on the new set stands
+        try:
+            for n in names:
+                _pause()
+                os.replace(stage / n, out / n)
+            _fsync(out, directory=True)
+        except OSError as e:
+            _write_journal(out, dict(plan, state="back"))
+            _roll_back(out, stage, names, had)
+            os.unlink(journal)
+            raise OSError(e.errno, f"could not move {figure}'s files into {out} ({e.strerror or e}); "
+                                   "its previous set is back in place") from None
+        _pause()
+        os.unlink(journal)
     return names
 
 
@@ -203,17 +398,78 @@ def commit(stage: Path, out: Path, figure: str, rec: dict) -> list[str]:
 # Reading: every CSV with a record that vouches for it, made with the paper's settings
 # ---------------------------------------------------------------------------------------
 
+def _plain_name(name: str) -> bool:
+    return name not in ("", ".", "..") and "/" not in name and "\\" not in name and "\0" not in name
+
+
+_SHA = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _check_record(p: Path, rec) -> None:
+    """ValueError naming ``p`` unless ``rec`` is a record ``reproduce`` could have written there:
+    an object of this format, named after its figure, mapping plain file names to sha256s."""
+    if not isinstance(rec, dict):
+        raise ValueError(f"{p} is not a scansnap provenance record (a JSON {type(rec).__name__}, not an object)")
+    if rec.get("format") != FORMAT or "files" not in rec or "settings" not in rec:
+        raise ValueError(f"{p} is not a scansnap provenance record of format {FORMAT}")
+    figure = rec.get("figure")
+    if not isinstance(figure, str) or p.name != figure + SUFFIX:
+        raise ValueError(f"{p} records figure {figure!r} but is not named {figure}{SUFFIX}: a stale or renamed "
+                         "copy, which could stand for the current record; delete it (or move it out of the folder)")
+    files = rec["files"]
+    if not isinstance(files, dict) or not files:
+        raise ValueError(f"{p}: 'files' must map each file name to its sha256, got {files!r}")
+    for f, digest in files.items():
+        if not _plain_name(f) or f == p.name:
+            raise ValueError(f"{p}: {f!r} is not a file name beside the record")
+        if not isinstance(digest, str) or not _SHA.match(digest):
+            raise ValueError(f"{p}: the sha256 of {f} must be 64 hex digits, got {digest!r}")
+    if not isinstance(rec["settings"], dict):
+        raise ValueError(f"{p}: 'settings' must be an object, got {rec['settings']!r}")
+
+
+def results_folder(folder) -> Path:
+    """``folder`` (a path, a str, an importlib resource) as a Path, or a ValueError saying it is
+    not a results folder and how to make one."""
+    folder = Path(str(folder))
+    if not folder.is_dir():
+        raise ValueError(f"{folder} is not a results folder (it {'is a file' if folder.exists() else 'does not exist'}): "
+                         "make one with `python -m scansnap reproduce all --out <folder>`")
+    return folder
+
+
 def read_records(folder) -> dict:
-    """{file name: record} for every file listed by a ``*.provenance.json`` in ``folder``."""
-    by_file = {}
-    for p in sorted(Path(str(folder)).glob("*" + SUFFIX)):
+    """{file name: record} for every file listed by a ``*.provenance.json`` in ``folder``.
+
+    Every record is checked (a malformed one, one named after another figure, two records
+    claiming one file, a CSV a record lists but the folder lacks: a ValueError naming the
+    file), and a commit that a killed writer left half done is finished first (under the
+    folder's lock), or, where the folder cannot be written, refused by name."""
+    folder = results_folder(folder)
+    journals = sorted(p.name for p in folder.iterdir() if _JOURNAL.match(p.name))
+    if journals:
+        try:
+            with locked(folder):
+                recover(folder)
+        except OSError as e:
+            raise ValueError(f"{folder} holds an interrupted commit ({journals[0]}) that cannot be finished "
+                             f"here ({e.strerror or e}): run `python -m scansnap reproduce` into it once, "
+                             "with write access, to finish it") from None
+    by_file, owner = {}, {}
+    for p in sorted(folder.glob("*" + SUFFIX)):
         try:
             rec = json.loads(p.read_text())
         except (OSError, ValueError) as e:
             raise ValueError(f"{p} is not a readable provenance record ({e})") from None
-        if rec.get("format") != FORMAT or "files" not in rec or "settings" not in rec:
-            raise ValueError(f"{p} is not a scansnap provenance record of format {FORMAT}")
+        _check_record(p, rec)
         for f in rec["files"]:
+            if f in owner:
+                raise ValueError(f"{folder / f} is claimed by two records, {owner[f]} and {p.name}: "
+                                 "delete the stale one, or regenerate")
+            if f.endswith(".csv") and not (folder / f).is_file():
+                raise ValueError(f"{folder / f} is missing, though its record {p.name} lists it: an incomplete "
+                                 f"set; regenerate with `python -m scansnap reproduce {rec['figure']}`")
+            owner[f] = p.name
             by_file[f] = rec
     return by_file
 
@@ -225,7 +481,10 @@ def verify(path, records: dict) -> dict:
     if rec is None:
         raise ValueError(f"{path} has no provenance record (no *{SUFFIX} beside it lists it): "
                          "it was not written by `python -m scansnap reproduce`; regenerate it")
-    digest = sha256(path)
+    try:
+        digest = sha256(path)
+    except OSError as e:
+        raise ValueError(f"{path} cannot be read ({e.strerror or e})") from None
     if digest != rec["files"][path.name]:
         raise ValueError(f"{path} is not the file its provenance ({rec['figure']}{SUFFIX}) describes "
                          f"(sha256 {digest[:12]}..., recorded {rec['files'][path.name][:12]}...): a mixed "

@@ -16,7 +16,7 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 from scipy.special import wrightomega as _wrightomega   # private: help(scansnap.theory) would print scipy's docstring
 
-from ._validate import finite, integer, positive, positive_int, unit_interval
+from ._validate import array, distribution_rows, finite, integer, positive, positive_int, times, unit_interval
 from .data import ClassLayoutWarning, SequenceClasses
 
 
@@ -65,11 +65,21 @@ def lemma1_gradients(Y, Z, tokens, next_token, normalize=True):
 # ---------------------------------------------------------------------------------------
 
 def attention_limit(probs_row, z_row):
-    """c_n of Eq. 5: c_l = P(l|n) exp(z_{ml}) / sum_l' P(l'|n) exp(z_{ml'}) (the limit of X^T b_T)."""
-    p = np.asarray(probs_row, float)
-    z = np.asarray(z_row, float)
+    """c_n of Eq. 5: c_l = P(l|n) exp(z_{ml}) / sum_l' P(l'|n) exp(z_{ml'}) (the limit of X^T b_T).
+
+    ``probs_row`` must be probabilities with some mass (a row of zeros has no limit: 0/0) and
+    ``z_row`` finite, with as many entries; otherwise a ValueError names the bad one."""
+    p, z = _row_and_logits(probs_row, z_row)
     with np.errstate(divide="ignore"):
         return _softmax(np.log(p) + z)
+
+
+def _row_and_logits(probs_row, z_row):
+    p = distribution_rows("probs_row (P(l|n))", probs_row)
+    z = finite("z_row", array("z_row", z_row))
+    if z.ndim == 0 or z.shape[-1] != p.shape[-1]:
+        raise ValueError(f"z_row must have one logit per token ({p.shape[-1]}), got shape {z.shape}")
+    return p, z
 
 
 def f_limit(probs_row, z_row):
@@ -159,22 +169,32 @@ def h_ode(t_eval, M: int, eta_y: float, rtol=1e-10, atol=1e-14):
     """Lemma 6, Eq. 44 integrated numerically: dh/dt = eta_Y / ((M-1) + exp(Mh)), h(0)=0."""
     M = positive_int("M", M, minimum=2)
     eta_y = positive("eta_y", eta_y)
-    t_eval = np.asarray(t_eval, float)
-    sol = solve_ivp(lambda t, h: eta_y / ((M - 1) + np.exp(M * h)), (0, float(t_eval.max())),
-                    [0.0], t_eval=t_eval, rtol=rtol, atol=atol, method="LSODA")
-    return sol.y[0]
+    t_eval = times("t_eval", t_eval)                  # never backwards in time, never NaN (a hang)
+    ts = np.unique(t_eval)                            # solve_ivp asks for sorted times
+    if ts[-1] == 0:
+        return np.zeros_like(t_eval)
+    sol = solve_ivp(lambda t, h: eta_y / ((M - 1) + np.exp(M * h)), (0, float(ts[-1])),
+                    [0.0], t_eval=ts, rtol=rtol, atol=atol, method="LSODA")
+    if not sol.success:
+        raise RuntimeError(f"h_ode: the integrator failed ({sol.message})")
+    return sol.y[0][np.searchsorted(ts, t_eval)]
 
 
 def gamma_of_h(h, M: int):
-    """Eq. 85 as a function of h: (M-1)^2 h / ((M-1) + exp(M h)) (use h*(N) for the discrete count)."""
-    h = np.asarray(h, float)
-    return (M - 1) ** 2 * h / ((M - 1) + np.exp(M * h))
+    """Eq. 85 as a function of h: (M-1)^2 h / ((M-1) + exp(M h)) (use h*(N) for the discrete count).
+
+    h >= 0 (finite) and M >= 2, else a ValueError naming them; for large h, exp(Mh) overflows
+    to inf and gamma is its limit, 0."""
+    M = positive_int("M", M, minimum=2)
+    h = times("h", h, empty_ok=True)
+    with np.errstate(over="ignore"):
+        return (M - 1) ** 2 * h / ((M - 1) + np.exp(M * h))
 
 
 def gamma(t, M: int, K: int, eta_y: float, discrete: bool = True):
     """Eq. 85: gamma(t) = (M-1)^2 h(s) / ((M-1) + exp(M h(s))), s = ceil(t/K) (or t/K)."""
+    t = times("time t", t, empty_ok=True)               # named as given, before dividing by K
     K = positive_int("K", K)
-    t = np.asarray(t, float)
     s = np.ceil(t / K) if discrete else t / K
     return gamma_of_h(h_closed(s, M, eta_y), M)
 
@@ -189,6 +209,10 @@ def omega1(M: int) -> float:
     if M < 4:
         raise ValueError(f"M must be an integer >= 4, got {M}: exp(Mh) - (M-1)Mh has no zero for "
                          "M < 4, so Lemma 8's omega_1 does not exist")
+    try:
+        M = float(M)                     # numpy's log of a Python int past 2**64 is an object error
+    except OverflowError:
+        raise ValueError(f"M = {str(M)[:4]}...e+{len(str(M)) - 1} is too large for a float") from None
     g = lambda w: w * np.log(M) - np.log((1 + w) * (M - 1) * np.log(M) / M)
     return brentq(g, 1e-12, 10.0, xtol=1e-300, rtol=1e-15)
 
@@ -259,9 +283,19 @@ def momentum_clock_steps(t, beta: float) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 
 def relative_gain(probs_row, z_row, l: int, l2: int):
-    """r_{l/l'|n} = f_{nl}^2 / f_{nl'}^2 - 1 = c~_l^2 / c~_l'^2 - 1 (Theorem 3)."""
-    p = np.asarray(probs_row, float)
-    z = np.asarray(z_row, float)
+    """r_{l/l'|n} = f_{nl}^2 / f_{nl'}^2 - 1 = c~_l^2 / c~_l'^2 - 1 (Theorem 3).
+
+    Undefined (a division by 0) when P(l'|n) = 0: a ValueError says so."""
+    p, z = _row_and_logits(probs_row, z_row)
+    if p.ndim != 1:
+        raise ValueError(f"probs_row must be one row of probabilities, got shape {p.shape}")
+    M = p.shape[0]
+    for name, v in (("l", l), ("l2", l2)):
+        if not 0 <= integer(name, v) < M:
+            raise ValueError(f"{name} must be a token id in [0, {M}), got {v!r}")
+    if p[l2] == 0:
+        raise ValueError(f"P(l'={l2} | n) = 0: the relative gain over a token that never appears is "
+                         "undefined (a division by 0)")
     return (p[l] * np.exp(z[..., l])) ** 2 / (p[l2] * np.exp(z[..., l2])) ** 2 - 1
 
 
@@ -278,7 +312,8 @@ def growth_factor_bounds(B, f0_sq):
 def Gamma(t, M: int, K: int, eta_y: float, eta_z: float):
     """Eq. 128: Gamma(t) = eta_Z int_0^t gamma = eta_Z K (M-1)^2 h(t/K)^2 / (2 eta_Y)."""
     eta_z = positive("eta_z", eta_z)
-    h = h_closed(np.asarray(t, float) / positive_int("K", K), M, eta_y)
+    t = times("time t", t, empty_ok=True)               # named as given, before dividing by K
+    h = h_closed(t / positive_int("K", K), M, eta_y)
     return eta_z * K * (M - 1) ** 2 * h ** 2 / (2 * eta_y)
 
 
@@ -449,11 +484,15 @@ def satisfies_assumption2(F) -> bool:
 
 def zeta(M: int, n: int) -> np.ndarray:
     """zeta_n = M/(M-1) (e_n - 1/M): 1 at n, -1/(M-1) elsewhere (App. D.1)."""
+    M = positive_int("M", M, minimum=2)
+    if not 0 <= integer("n", n) < M:
+        raise ValueError(f"n must be a token id in [0, {M}), got {n!r}")
     return M / (M - 1) * (np.eye(M)[n] - 1.0 / M)
 
 
 def q_constants(M: int):
     """q1 = zeta_i^T zeta_i = 1 + 1/(M-1), q0 = zeta_j^T zeta_i = -M/(M-1)^2 (App. D.1)."""
+    M = positive_int("M", M, minimum=2)
     return 1 + 1 / (M - 1), -M / (M - 1) ** 2
 
 

@@ -7,6 +7,7 @@ drawn per distinct seed and step, and every run of that seed trains on it.
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import time
 import warnings
@@ -17,7 +18,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ._cpu import keep_freed_memory, map_on_threads
-from ._validate import integer, positive, positive_int, resolve_device, unit_interval
+from ._validate import positive, positive_int, resolve_device, seed as _seed, unit_interval
 from .data import SequenceClasses, sample_tokens, counts_from_tokens, sample_support, support_table
 from .model import SupportYZ, YZModel
 
@@ -307,14 +308,16 @@ def _betas(betas):
 
 
 def _grid_axis(name, values, kind):
-    vals = list(np.atleast_1d(np.asarray(values)).tolist())
+    # a list keeps Python ints exact: as an array, 2**64 - 1 would be a uint64 (then -1 in the grid)
+    vals = list(values) if isinstance(values, (list, tuple, range)) else np.atleast_1d(np.asarray(values)).tolist()
     if not vals:
         raise ValueError(f"lr_grid: {name} is empty")
     if kind == "rate":
         vals = [positive(f"lr_grid: {name}", v) for v in vals]
     else:
-        vals = [integer(f"lr_grid: {name}", v) for v in vals]
-    dup = sorted({v for v in vals if vals.count(v) > 1})
+        vals = [_seed(f"lr_grid: {name}", v) for v in vals]
+    counts = collections.Counter(vals)                 # linear: a long list must not take minutes
+    dup = sorted(v for v, c in counts.items() if c > 1)
     if dup:
         raise ValueError(f"lr_grid: {name} has duplicates {dup}: a repeated value repeats runs "
                          "(and a repeated seed silently shrinks the error bars)")
@@ -432,6 +435,8 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
     dev = resolve_device(device)
     t_start = time.perf_counter()
     seed_arr = np.atleast_1d(np.asarray(seeds))
+    if seed_arr.dtype == object or seed_arr.dtype == np.uint64:   # past int64: named, never wrapped
+        seed_arr = np.array([_seed("seed", v) for v in seed_arr.ravel().tolist()], dtype=np.int64)
     R = _runs_count(seeds=seed_arr, eta_y=eta_y, eta_z=eta_z)
     if seed_arr.size == 1:
         seed_arr = np.full(R, seed_arr.item())

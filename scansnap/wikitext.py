@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import http.client
 import io
 import os
 import re
 import tempfile
+import urllib.error
 import urllib.request
 import warnings
 import zipfile
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,8 +38,10 @@ SHA256 = {
     "valid.txt": "f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8",
     "test.txt": "d790b833ef8cf03a90db7bf1271b7520b83c45ce07ba3c1a9699df81e239eca0",
 }
-FULL_URL = "https://wikitext.smerity.com/wikitext-2-v1.zip"
-URLS = {"full": FULL_URL, "wikitext-103": "https://wikitext.smerity.com/wikitext-103-v1.zip"}
+BASE_URL = "https://wikitext.smerity.com"
+ARCHIVES = {"full": "wikitext-2-v1.zip", "wikitext-103": "wikitext-103-v1.zip"}
+FULL_URL = f"{BASE_URL}/{ARCHIVES['full']}"
+URLS = {name: f"{BASE_URL}/{zip_name}" for name, zip_name in ARCHIVES.items()}
 SOURCES = ("auto", "shipped", "full", "wikitext-103")
 _TITLE = re.compile(r"^ = [^=].* = $")
 
@@ -128,7 +133,16 @@ def shipped_corpus(valid_fraction: float = 0.1, seed: int = 0) -> Corpus:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("SCANSNAP_CACHE", Path.home() / ".cache" / "scansnap"))
+    """``$SCANSNAP_CACHE``, or ``~/.cache/scansnap`` when it is unset or empty (as the XDG
+    variables read: an empty value is no value, not the working folder)."""
+    return Path(os.environ.get("SCANSNAP_CACHE") or Path.home() / ".cache" / "scansnap")
+
+
+def url(name: str) -> str:
+    """Where ``name`` (``full``, ``wikitext-103``) is downloaded from: ``URLS[name]``, or the same
+    archive under ``$SCANSNAP_DOWNLOAD_BASE`` when set (a mirror; the tests' local server)."""
+    base = os.environ.get("SCANSNAP_DOWNLOAD_BASE")
+    return f"{base.rstrip('/')}/{ARCHIVES[name]}" if base else URLS[name]
 
 
 class CorruptArchive(RuntimeError):
@@ -141,6 +155,8 @@ _verified: dict = {}     # name -> (train, valid, test) texts verified in this p
 def _read_archive(blob: bytes, name: str, where: str):
     """The three token files of a WikiText zip, verified: zip CRCs, and for WikiText-2 the
     validation and test splits against the shipped checksums. CorruptArchive otherwise."""
+    if re.match(rb"\s*<", blob):      # a zip starts with PK; an HTML (or XML) page with <
+        raise CorruptArchive(f"{where}: an HTML page, not a zip (a login, proxy or error page?)")
     try:
         with zipfile.ZipFile(io.BytesIO(blob)) as z:
             bad = z.testzip()
@@ -152,8 +168,11 @@ def _read_archive(blob: bytes, name: str, where: str):
                 if member is None:
                     raise CorruptArchive(f"{where}: no wiki.{split}.tokens inside")
                 texts.append(z.read(member).decode("utf-8"))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, UnicodeDecodeError) as e:
-        raise CorruptArchive(f"{where}: not a readable WikiText zip ({e})") from None
+    except CorruptArchive:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, UnicodeDecodeError, zlib.error,
+            NotImplementedError, RuntimeError, ValueError) as e:   # damaged deflate data: zlib.error
+        raise CorruptArchive(f"{where}: not a readable WikiText zip ({type(e).__name__}: {e})") from None
     if name == "full":   # WikiText-2's validation and test text is exactly what we ship
         for split, text in zip(("valid", "test"), texts[1:]):
             digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -188,47 +207,75 @@ def full_corpus(timeout: float = 10.0, name: str = "full") -> Corpus:
     An archive is verified before it is trusted (zip CRCs; for WikiText-2 the validation and
     test splits against the shipped sha256): a download that fails is never cached, a cached
     archive that fails is deleted and downloaded again. The cache is written atomically, and
-    a cache that cannot be written costs only the caching (a warning), not the download.
+    a cache that cannot be written costs only the caching (a warning), not the download; a
+    cached archive that cannot be *read* (permissions, a folder in its place) is left as it is,
+    with a warning, and the archive downloaded and used from memory.
     """
     if name not in URLS:
         raise ValueError(f"unknown WikiText download {name!r}: use one of {tuple(URLS)}")
     timeout = positive("timeout", timeout)
-    url = URLS[name]
-    zpath = cache_dir() / url.rsplit("/", 1)[1]
+    src = url(name)
+    zpath = cache_dir() / ARCHIVES[name]
     verified = "zip CRCs" + (" and the valid/test sha256" if name == "full" else "")
     if name in _verified:
         tr, va, te = _verified[name][0]
         return Corpus(tokenize(tr), tokenize(va), tokenize(te), name, _verified[name][1])
-    texts, detail = None, None
-    if zpath.exists():
+    texts, detail, cache_ok = None, None, True
+    if zpath.exists() or zpath.is_symlink():
+        blob = None
         try:
-            texts = _read_archive(zpath.read_bytes(), name, str(zpath))
-            detail = f"{name} from the cached {zpath} ({verified} checked)"
-        except (CorruptArchive, OSError) as e:
-            warnings.warn(f"the cached archive is corrupt ({e}); deleting it and downloading again",
-                          stacklevel=2)
+            if not zpath.is_file():
+                raise IsADirectoryError(f"not a file: {'a folder' if zpath.is_dir() else 'a broken link or device'}")
+            blob = zpath.read_bytes()
+        except OSError as e:        # unreadable is not corrupt: never delete what we cannot read
+            cache_ok = False
+            warnings.warn(f"cannot read the cached archive {zpath} ({e.strerror or e}); leaving it as it is "
+                          "and downloading again (not cached)", stacklevel=2)
+        if blob is not None:
             try:
-                zpath.unlink()
-            except OSError as e2:
-                raise CorruptArchive(f"{zpath} is corrupt and could not be deleted ({e2}): delete it "
-                                     "by hand and run again") from None
+                texts = _read_archive(blob, name, str(zpath))
+                detail = f"{name} from the cached {zpath} ({verified} checked)"
+            except CorruptArchive as e:
+                warnings.warn(f"the cached archive is corrupt ({e}); deleting it and downloading again",
+                              stacklevel=2)
+                try:
+                    zpath.unlink()
+                except OSError as e2:
+                    raise CorruptArchive(f"{zpath} is corrupt and could not be deleted ({e2.strerror or e2}): "
+                                         "delete it by hand and run again") from None
     if texts is None:
-        try:
-            with urllib.request.urlopen(url, timeout=timeout) as r:
-                blob = r.read()
-        except OSError as e:
-            raise OSError(f"could not download {url} ({e}); the offline text is source='shipped'") from e
-        texts = _read_archive(blob, name, f"the download of {url}")
-        try:
-            _write_atomic(zpath, blob)
-            detail = f"{name} downloaded from {url} ({verified} checked), cached at {zpath}"
-        except OSError as e:
-            warnings.warn(f"could not cache the download at {zpath} ({e}); using it from memory "
-                          "(it will be downloaded again next time)", stacklevel=2)
-            detail = f"{name} downloaded from {url} ({verified} checked), not cached ({e})"
+        blob = _download(src, timeout)
+        texts = _read_archive(blob, name, f"the download of {src}")
+        if not cache_ok:
+            detail = f"{name} downloaded from {src} ({verified} checked), not cached (the cache path is unreadable)"
+        else:
+            try:
+                _write_atomic(zpath, blob)
+                detail = f"{name} downloaded from {src} ({verified} checked), cached at {zpath}"
+            except OSError as e:
+                warnings.warn(f"could not cache the download at {zpath} ({e.strerror or e}); using it from "
+                              "memory (it will be downloaded again next time)", stacklevel=2)
+                detail = f"{name} downloaded from {src} ({verified} checked), not cached ({e.strerror or e})"
     _verified[name] = (texts, detail)
     tr, va, te = texts
     return Corpus(tokenize(tr), tokenize(va), tokenize(te), name, detail)
+
+
+def _download(src: str, timeout: float) -> bytes:
+    """The body at ``src``, whole, or OSError saying why not: an HTTP error (404), no network,
+    a connection cut before the body's announced length (``http.client.IncompleteRead``)."""
+    try:
+        with urllib.request.urlopen(src, timeout=timeout) as r:
+            return r.read()
+    except http.client.IncompleteRead as e:
+        raise OSError(f"could not download {src} (the connection closed after {len(e.partial)} bytes, "
+                      f"{e.expected} more expected); the offline text is source='shipped'") from None
+    except (OSError, http.client.HTTPException, ValueError) as e:
+        if isinstance(e, urllib.error.HTTPError):
+            e.close()                    # its body's socket, else a ResourceWarning when collected
+        why = getattr(e, "reason", None) if isinstance(e, urllib.error.URLError) and not hasattr(e, "code") else e
+        raise OSError(f"could not download {src} ({why or type(e).__name__}); the offline text is "
+                      "source='shipped'") from None
 
 
 def load(source: str = "auto", timeout: float = 10.0, **shipped_kw) -> Corpus:

@@ -370,9 +370,14 @@ def test_train_splits_by_default_and_advances_the_bar_once_a_step(monkeypatch):
     import threading
     tr = sys.modules["scansnap.train"]
     real, names = tr._train_runs, []
+    # the two chunks wait for each other: on a loaded machine the pool could otherwise finish the
+    # first before the second is submitted and reuse its one thread (then nothing runs side by side)
+    both = threading.Barrier(2, timeout=30)
 
     def spy(*a, **k):
         names.append(threading.current_thread().name)
+        if threading.current_thread().name.startswith("scansnap"):
+            both.wait()
         return real(*a, **k)
     monkeypatch.setattr(tr, "_train_runs", spy)
 

@@ -104,7 +104,7 @@ def test_save_writes_an_atomic_set_that_reads_back(run, tmp_path):
 def test_read_results_takes_a_str_and_refuses_a_missing_folder(tmp_path):
     got = read_results(str(scansnap.experiments.__file__).replace("experiments.py", "results"))
     assert got["fig6"]["seed"].dtype == np.int64 and got["fig6"]["entropy"].dtype == np.float64
-    with pytest.raises(FileNotFoundError, match="no results folder"):
+    with pytest.raises(ValueError, match="nowhere is not a results folder"):
         read_results(tmp_path / "nowhere")
 
 
