@@ -208,7 +208,8 @@ def _header(title, question):
         parts.append(f'<div class="scansnap-title" style="font-weight:600;margin:0 0 2px">{title}</div>')
     if question:
         parts.append(f'<div class="scansnap-question" style="margin:0 0 6px;white-space:normal">{question}</div>')
-    head = widgets.HTML("".join(parts), layout=widgets.Layout(width="100%"))
+    # no margin: an HTML widget's default 2 px each side would make a 100% wide head overflow the panel
+    head = widgets.HTML("".join(parts), layout=widgets.Layout(width="100%", margin="0"))
     head.add_class("scansnap-head")
     return head
 

@@ -163,3 +163,13 @@ def test_snap_sweep_needs_the_doublings():
     with pytest.raises(ValueError, match="flow_early must be an integer >= 0, got -1"):
         snap_sweep(cls, train(cls, eta_y=1.0, eta_z=1.0, steps=8, snapshot_steps=[1, 2, 4, 8]),
                    flow_early=-1)
+
+
+def test_frozen_means_strictly_below_the_fraction(monkeypatch):
+    """Chapter 5's freeze test: the last doubling's change *below* 5% of the peak; a run exactly at
+    the line is not frozen (a planted '<=' was not caught before)."""
+    from scansnap.experiments import FREEZE_FRACTION, SnapSweep
+    sweep = object.__new__(SnapSweep)
+    monkeypatch.setattr(SnapSweep, "late_fraction", lambda self, kind: np.array([0.049, FREEZE_FRACTION, 0.051]))
+    assert sweep.frozen("sgd").tolist() == [True, False, False]
+    assert sweep.frozen("sgd", fraction=0.051).tolist() == [True, True, False]
