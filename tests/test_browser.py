@@ -274,6 +274,13 @@ LAYOUT_JS = """(width) => {
     }
     const why = visibility(mc, l, r);
     if (why) out.math.push(`equation "${snip(mc.parentElement)}" (${r0(r - l)} px): ${why}`);
+    // its number in sight without scrolling (MathJax sets it past the right edge of a wide display)
+    const tag = mc.querySelector('mjx-labels mjx-mtd');
+    if (tag) {
+      const tb = tag.getBoundingClientRect(), cb = mc.getBoundingClientRect();
+      if (tb.width > 0 && (tb.right > cb.right + 1 || tb.left < cb.left - 1))
+        out.math.push(`equation "${snip(mc.parentElement)}": its number is out of sight until the reader scrolls`);
+    }
   }
   const blocks = document.querySelectorAll(
       'div.cell_output pre, div.cell_output .output.text_html, div.cell_output .output.text_markdown');

@@ -269,7 +269,7 @@ def demo_panels():
                    title="The scan: c_n of every token over time, with γ(t) and t0",
                    question="Move η<sub>Y</sub>: does t<sub>0</sub> move the way the attention settles?"),
         live.panel(["snap"], data="syn_medium", num_last=1, steps=2048, seed=1, controls=["eta_y", "eta_z", "seed"],
-                   title="The snap: change of c_n per doubling of t (Syn-Medium, 1 query)"),
+                   title="The snap: change of c_n per doubling of s (Syn-Medium, 1 query)"),
         live.panel(["bars", "entropy"], data="syn_medium", num_last=10, eta_y=2.0, seed=1, init="default",
                    controls=["eta_y", "eta_z", "num_last", "num_distinct"], ranges={"num_distinct": (2, 20)},
                    title="One point of Fig. 6: 10 queries (M = 240), η_Y/η_Z = 2"),
