@@ -60,6 +60,20 @@
             options: [["zero", "zero"], ["default", "uniform \u00b11/\u221aM"]] },
   };
 
+  /** The next round value (1, 2, 3, 5 times a power of ten) above (dir 1) or below (dir -1) v;
+   * decade: a factor of ten instead, landing on a round value. */
+  function roundStep(v, decade, dir) {
+    if (decade) return roundStep(dir > 0 ? v * 10 / 1.01 : v / 10 * 1.01, 0, dir);
+    var e = Math.floor(Math.log10(v)) - 1, best = dir > 0 ? Infinity : -Infinity;
+    for (var k = e; k <= e + 2; k++) {
+      [1, 2, 3, 5].forEach(function (m) {
+        var c = Number((m * Math.pow(10, k)).toPrecision(3));
+        if (dir > 0 ? c > v * 1.0001 && c < best : c < v / 1.0001 && c > best) best = c;
+      });
+    }
+    return best;
+  }
+
   function makeControl(panel, name) {
     var spec = CONTROLS[name], range = panel.cfg.ranges[name], value = panel.values[name];
     var label = document.createElement("label");
@@ -117,6 +131,22 @@
       show(v);
       panel.set(name, v, "input");
     });
+    if (spec.kind === "log") {
+      // keys step through round values (1, 2, 3, 5 per decade; Page keys: a decade), so "set
+      // eta_Y to 1" is a few presses, not a hundred steps of 0.01 in log10
+      input.addEventListener("keydown", function (ev) {
+        var up = { ArrowUp: 1, ArrowRight: 1, PageUp: 10 }[ev.key], down = { ArrowDown: 1, ArrowLeft: 1, PageDown: 10 }[ev.key];
+        if (!up && !down) return;
+        ev.preventDefault();
+        // from the value itself: the input's position is snapped to its 0.01 grid (0.5 reads 0.501)
+        var v = panel.values[name], lo = panel.ends[name][0], hi = panel.ends[name][1];
+        var next = up ? roundStep(v, up === 10 ? 10 : 0, 1) : roundStep(v, down === 10 ? 10 : 0, -1);
+        next = Math.min(hi, Math.max(lo, next));
+        input.value = toPos(next);
+        show(next);
+        panel.set(name, next, "input");
+      });
+    }
     label.appendChild(input);
     label.appendChild(out);
     return label;
