@@ -176,8 +176,8 @@ def check_live_panels(browser, url, *, widths=(390, 1280), budget_s=None, moves=
                 assert min(page.evaluate(INK_JS, i)) > 3, f"panel {i}: a canvas is blank"
                 times = []
                 if p["ranges"]:
-                    for _ in range(moves):
-                        ms, before, after = move_slider(page, i)
+                    for k in range(moves):      # right, left, right, ...: never stuck at the end of a range
+                        ms, before, after = move_slider(page, i, "ArrowRight" if k % 2 == 0 else "ArrowLeft")
                         assert after != before, f"panel {i}: the readout did not change ({before})"
                         times.append(ms)
                     state = page.evaluate(PANELS_JS)[i]
