@@ -544,7 +544,7 @@
       return "Attention c_n of class " + run.cls + " at step " + last + ": " + fmt(com, 2) + " on common tokens, " +
              fmt(dis, 2) + " on distinct tokens.";
     },
-    metrics: function (run) { return [["top token", topToken(run), 2]]; },
+    metrics: function (run) { return [["top token's share", topToken(run), 2]]; },
   };
 
   VIEWS.loss = {
@@ -677,7 +677,7 @@
       return VIEWS.cn.describe(run) + (run.values.optimizer === "sgd" ? " t0 = " + fmt(t0Of(run), 3) + " steps." : "");
     },
     metrics: function (run) {
-      var out = [["top token", topToken(run), 2]];
+      var out = [["top token's share", topToken(run), 2]];
       if (sgd(run)) out.push(["t\u2080", t0Of(run), 2]);
       return out;
     },
