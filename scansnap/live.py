@@ -52,7 +52,7 @@ Views (``views=[...]``, drawn in this order; each example is the whole call)
         live.panel(["scan"], controls=["eta_y", "eta_z", "momentum"])
 
 ``"snap"``
-    ||c_n(t) - c_n(t/2)||_1 at t = 2, 4, 8, ... on log-log axes, t_0 marked (chapter 5)::
+    ||c_n(2s) - c_n(s)||_1 at steps s = 1, 2, 4, ... on log-log axes, t_0 marked on the steps' clock (chapter 5)::
 
         live.panel(["snap"], data="syn_medium", num_last=1, steps=2048, controls=["eta_y", "eta_z", "seed"])
 
@@ -138,7 +138,7 @@ LABELS = {"eta_y": "η_Y", "eta_z": "η_Z", "steps": "steps", "T": "T", "batch":
           "momentum": "momentum", "optimizer": "optimiser", "init": "initialisation"}
 VIEW_WORDS = {"cn": "the attention c_n over the tokens", "loss": "the loss curve",
               "entropy": "the distinct-token entropy", "scan": "the attention of each token over time",
-              "snap": "the change of the attention per doubling of t",
+              "snap": "the change of the attention per doubling of the steps",
               "bars": "the share of attention on each distinct token"}
 
 

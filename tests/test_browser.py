@@ -274,6 +274,13 @@ LAYOUT_JS = """(width) => {
     }
     const why = visibility(mc, l, r);
     if (why) out.math.push(`equation "${snip(mc.parentElement)}" (${r0(r - l)} px): ${why}`);
+    // its number in sight without scrolling (MathJax sets it past the right edge of a wide display)
+    const tag = mc.querySelector('mjx-labels mjx-mtd');
+    if (tag) {
+      const tb = tag.getBoundingClientRect(), cb = mc.getBoundingClientRect();
+      if (tb.width > 0 && (tb.right > cb.right + 1 || tb.left < cb.left - 1))
+        out.math.push(`equation "${snip(mc.parentElement)}": its number is out of sight until the reader scrolls`);
+    }
   }
   const blocks = document.querySelectorAll(
       'div.cell_output pre, div.cell_output .output.text_html, div.cell_output .output.text_markdown');
@@ -491,6 +498,27 @@ def _layout_failures(lay, page_name: str, width: int) -> list[str]:
     return [f"at {width} px{' (dark)' if lay.get('dark') else ''} (column {lay['col']} px): {f}" for f in failures]
 
 
+def _keyboard_failures(page) -> list[str]:
+    """A keyboard reader: no formula is a Tab stop (a chapter has hundreds), and the first Tab
+    stops (the skip link, the header's buttons) show where the focus is."""
+    out = []
+    stops = page.evaluate("() => [...document.querySelectorAll('mjx-container')].filter(m => m.tabIndex >= 0).length")
+    if stops:
+        out.append(f"{stops} formulas are Tab stops (MathJax's inTabOrder): a keyboard reader tabs through each")
+    page.evaluate("() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); }")
+    for _ in range(12):
+        page.keyboard.press("Tab")
+        f = page.evaluate("""() => { const e = document.activeElement; if (!e || e === document.body) return null;
+          const cs = getComputedStyle(e);
+          return {what: e.tagName + '.' + [...e.classList].join('.') + ' ' + (e.getAttribute('aria-label') || e.textContent.trim()).slice(0, 30),
+                  outline: cs.outlineStyle !== 'none' && parseFloat(cs.outlineWidth) >= 1,
+                  shadow: cs.boxShadow !== 'none'}; }""")
+        if f and not (f["outline"] or f["shadow"]):
+            out.append(f"Tab reaches {f['what']!r} with no visible focus (no outline, no shadow)")
+    page.evaluate("() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); }")
+    return out
+
+
 @pytest.mark.parametrize("page_name", _pages())
 def test_page_reads_well(browser, page_name):
     """One visit per page: offline reading, then the layout checks of the module docstring at
@@ -499,6 +527,7 @@ def test_page_reads_well(browser, page_name):
     failures = []
     try:
         r = page.evaluate(CHECK_JS)
+        failures += _keyboard_failures(page)
         for mode in MODES:
             if mode == "dark":          # the reader's system turns dark: the theme follows (no reload)
                 page.emulate_media(color_scheme="dark")

@@ -269,7 +269,7 @@ def demo_panels():
                    title="The scan: c_n of every token over time, with γ(t) and t0",
                    question="Move η<sub>Y</sub>: does t<sub>0</sub> move the way the attention settles?"),
         live.panel(["snap"], data="syn_medium", num_last=1, steps=2048, seed=1, controls=["eta_y", "eta_z", "seed"],
-                   title="The snap: change of c_n per doubling of t (Syn-Medium, 1 query)"),
+                   title="The snap: change of c_n per doubling of s (Syn-Medium, 1 query)"),
         live.panel(["bars", "entropy"], data="syn_medium", num_last=10, eta_y=2.0, seed=1, init="default",
                    controls=["eta_y", "eta_z", "num_last", "num_distinct"], ranges={"num_distinct": (2, 20)},
                    title="One point of Fig. 6: 10 queries (M = 240), η_Y/η_Z = 2"),
@@ -439,3 +439,25 @@ def test_book_page_live_panels(built_book, browser, page):
         print(f"{page} at {width} px: median ms per slider move, per panel:",
               [r["median_ms"] for r in rows], f"(load per core {load_factor():.1f})")
     check_without_javascript(browser, url)
+
+
+def test_log_sliders_step_through_round_values(browser, paper_page):
+    """The keyboard on a learning-rate slider: arrows go to the next round value (1, 2, 3, 5 per
+    decade), Page keys a decade; 'lower eta_Y to 1' is a few presses, not a hundred 0.01 steps."""
+    ctx, page, problems = open_page(browser, paper_page, 1280)
+    try:
+        _wait_runs(page, 0, 1)
+        panel = page.locator(".yzlive-panel").nth(0)
+        slider = panel.locator(".yz-ctl-eta_y input[type=range]")
+        out = panel.locator(".yz-ctl-eta_y output")
+        seen = [out.inner_text()]
+        for key in ("ArrowDown", "ArrowDown", "PageUp", "ArrowRight", "PageDown", "ArrowLeft"):
+            runs = int(panel.get_attribute("data-yzlive-runs"))
+            slider.focus()
+            page.keyboard.press(key)
+            _wait_runs(page, 0, runs + 1)
+            seen.append(out.inner_text())
+        assert seen == ["1", "0.5", "0.3", "3", "5", "0.5", "0.3"], seen
+    finally:
+        ctx.close()
+    assert not problems, "\n".join(problems)

@@ -45,7 +45,17 @@
   var watched = typeof WeakSet !== "undefined" ? new WeakSet() : null;
   var resizeObs = window.ResizeObserver ? new ResizeObserver(function (es) { es.forEach(function (e) { cue(e.target); }); }) : null;
 
+  // A tagged display equation wider than its box: MathJax centres it between two tag-wide margins
+  // and sets the tag at the far right, out of sight until the reader scrolls to it. Then the tag
+  // goes to the left edge, in view (where LaTeX's leqno sets it), and the right margin goes.
+  function tagFit(el) {
+    if (el.tagName !== "MJX-CONTAINER" || !el.querySelector("mjx-labels")) return;
+    el.classList.remove("tag-left");
+    if (el.scrollWidth - el.clientWidth > 1) el.classList.add("tag-left");
+  }
+
   function cue(el) {
+    tagFit(el);
     var over = el.scrollWidth - el.clientWidth > 1;
     var left = over && el.scrollLeft > 1;
     var right = over && el.scrollLeft + el.clientWidth < el.scrollWidth - 1;

@@ -60,6 +60,20 @@
             options: [["zero", "zero"], ["default", "uniform \u00b11/\u221aM"]] },
   };
 
+  /** The next round value (1, 2, 3, 5 times a power of ten) above (dir 1) or below (dir -1) v;
+   * decade: a factor of ten instead, landing on a round value. */
+  function roundStep(v, decade, dir) {
+    if (decade) return roundStep(dir > 0 ? v * 10 / 1.01 : v / 10 * 1.01, 0, dir);
+    var e = Math.floor(Math.log10(v)) - 1, best = dir > 0 ? Infinity : -Infinity;
+    for (var k = e; k <= e + 2; k++) {
+      [1, 2, 3, 5].forEach(function (m) {
+        var c = Number((m * Math.pow(10, k)).toPrecision(3));
+        if (dir > 0 ? c > v * 1.0001 && c < best : c < v / 1.0001 && c > best) best = c;
+      });
+    }
+    return best;
+  }
+
   function makeControl(panel, name) {
     var spec = CONTROLS[name], range = panel.cfg.ranges[name], value = panel.values[name];
     var label = document.createElement("label");
@@ -117,6 +131,22 @@
       show(v);
       panel.set(name, v, "input");
     });
+    if (spec.kind === "log") {
+      // keys step through round values (1, 2, 3, 5 per decade; Page keys: a decade), so "set
+      // eta_Y to 1" is a few presses, not a hundred steps of 0.01 in log10
+      input.addEventListener("keydown", function (ev) {
+        var up = { ArrowUp: 1, ArrowRight: 1, PageUp: 10 }[ev.key], down = { ArrowDown: 1, ArrowLeft: 1, PageDown: 10 }[ev.key];
+        if (!up && !down) return;
+        ev.preventDefault();
+        // from the value itself: the input's position is snapped to its 0.01 grid (0.5 reads 0.501)
+        var v = panel.values[name], lo = panel.ends[name][0], hi = panel.ends[name][1];
+        var next = up ? roundStep(v, up === 10 ? 10 : 0, 1) : roundStep(v, down === 10 ? 10 : 0, -1);
+        next = Math.min(hi, Math.max(lo, next));
+        input.value = toPos(next);
+        show(next);
+        panel.set(name, next, "input");
+      });
+    }
     label.appendChild(input);
     label.appendChild(out);
     return label;
@@ -615,7 +645,7 @@
       var oTop = { xlim: [0, steps], ylim: zeroLim(frame.y), noxticks: true, marks: true, legend: lg,
         ylabel: "c_{l|n}", title: ["Scan: attention of class " + n + "'s query on each token", "Scan: c_{l|n} of each token"] };
       var oBot = { xlim: [0, steps], ylim: [0, 1.12], yn: 2, ylabel: ["\u03b3 \u00f7 peak", "\u03b3"],
-        xlabel: on ? ["step t;  \u03b3 (Eq. 85) and " + rateNote(run), "step t;  " + rateNote(run, true), "step t"] : "step t" };
+        xlabel: on ? ["step s;  \u03b3 (Eq. 85) and " + rateNote(run), "step s;  " + rateNote(run, true), "step s"] : "step s" };
       var ax = new Axes(ctx, top, oTop, th), bx = new Axes(ctx, bot, oBot, th);
       if (ax.r.x !== bx.r.x) {        // one x axis for both: the same left edge
         oTop.left = oBot.left = Math.max(ax.r.x, bx.r.x);
@@ -653,12 +683,14 @@
     },
   };
 
+  // the change over each doubling [s, 2s] of the SGD steps, plotted at its start s (as chapter 5's
+  // figure of the real model plots it; s counts steps, t is the theory's gradient-flow time)
   function snapSeries(run) {
     var xs = [], ys = [], N = run.rec.recorded;
-    for (var t = 2; t < N; t *= 2) {
-      var a = row(run, t / 2), b = row(run, t), d = 0;
+    for (var s = 1; 2 * s < N; s *= 2) {
+      var a = row(run, s), b = row(run, 2 * s), d = 0;
       for (var k = 0; k < run.S0; k++) d += Math.abs(b[k] - a[k]);
-      xs.push(t); ys.push(d);
+      xs.push(s); ys.push(d);
     }
     return { xs: xs, ys: ys };
   }
@@ -670,22 +702,22 @@
       var sr = snapSeries(run), steps = run.values.steps, t0 = t0Of(run), on = sgd(run);
       var lg = [{ label: "this run", color: th.c0 }];
       if (ghost) lg.push({ label: "default run", color: th.ghost, width: GHOST.width });
-      var ax = new Axes(ctx, box, { xlim: [1.5, Math.max(4, steps) * 1.3], ylim: logLim(frame.y), xlog: true, marks: true,
-        ylog: true, legend: lg, xlabel: on ? ["step t;  " + rateNote(run), "step t;  " + rateNote(run, true), "step t"] : "step t",
-        ylabel: ["\u2016c_n(t) \u2212 c_n(t/2)\u2016_1", "change"],
-        title: ["Snap: change of c_n per doubling of t", "change of c_n per doubling of t"] }, th);
+      var ax = new Axes(ctx, box, { xlim: [0.75, Math.max(2, steps / 2) * 1.3], ylim: logLim(frame.y), xlog: true, marks: true,
+        ylog: true, legend: lg, xlabel: on ? ["step s;  " + rateNote(run), "step s;  " + rateNote(run, true), "step s"] : "step s",
+        ylabel: ["\u2016c_n(2s) \u2212 c_n(s)\u2016_1", "change"],
+        title: ["Snap: change of c_n per doubling of s", "change of c_n per doubling of s"] }, th);
       ax.frame();
       if (ghost) { var gs = snapSeries(ghost); ax.line(gs.xs, gs.ys, { color: th.ghost, width: GHOST.width, alpha: GHOST.alpha }); p.ghostMarks += 1; }
       ax.line(sr.xs, sr.ys, { color: th.c0, marker: 3 });
       if (on && !ax.vline(t0, th.fg, "t_0")) {
-        ax.text("t_0 = " + fmt(t0, 3) + (t0 > steps ? " \u2192" : ""), ax.r.x + ax.r.w, ax.markY(), "right", th.fg);
+        ax.text("t_0 = " + fmt(t0, 3) + (t0 > steps / 2 ? " \u2192" : ""), ax.r.x + ax.r.w, ax.markY(), "right", th.fg);
       }
     },
     describe: function (run) {
       var sr = snapSeries(run);
       if (!sr.ys.length) return "";
       var last = sr.ys.length - 1;
-      return "Change of c_n over [" + sr.xs[last] / 2 + ", " + sr.xs[last] + "]: " + fmt(sr.ys[last], 3) +
+      return "Change of c_n over steps [" + sr.xs[last] + ", " + 2 * sr.xs[last] + "]: " + fmt(sr.ys[last], 3) +
              "; largest " + fmt(Math.max.apply(null, sr.ys), 3) + ".";
     },
     metrics: function (run) {
