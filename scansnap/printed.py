@@ -66,6 +66,32 @@ def pick(options, k: int = MAX_TILES) -> list:
     return [options[i] for i in idx]
 
 
+def _wrap(text: str, chars: int) -> str:
+    """``text`` broken at spaces into lines of at most about ``chars`` characters, never inside
+    $...$ (mathtext)."""
+    lines, line = [], ""
+    for word in text.split(" "):
+        inside = (line.count("$") % 2) == 1
+        if line and not inside and len(line) + 1 + len(word) > chars:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return "\n".join(lines + [line])
+
+
+def _fit_texts(fig) -> None:
+    """Axis titles and labels longer than the figure is wide, wrapped: a figure redrawn narrower
+    keeps its words (constrained layout moves axes, it does not break lines)."""
+    width_pt = fig.get_figwidth() * 72
+    for ax in fig.axes:
+        for t in (ax.title, ax._left_title, ax._right_title, ax.xaxis.label):
+            text = t.get_text()
+            chars = int(width_pt / (0.55 * t.get_fontsize()))   # ~0.55 em a character
+            if text and "\n" not in text and len(text) > chars:
+                t.set_text(_wrap(text, chars))
+
+
 def small_multiples(tiles, columns: int = 2, tile_width: float = 3.9, dpi: int = 200) -> bytes:
     """One PNG of the figures ``tiles`` = [(label, matplotlib Figure), ...] in a grid, each titled
     by its label.
@@ -83,9 +109,11 @@ def small_multiples(tiles, columns: int = 2, tile_width: float = 3.9, dpi: int =
     images = []
     for _, fig in tiles:
         w, h = fig.get_size_inches()
-        fig.set_size_inches(tile_width, h * max(tile_width / w, 0.9))
-        if fig.get_layout_engine() is None:    # margins fixed for the screen size would clip labels
-            fig.set_layout_engine("constrained")
+        if abs(w - tile_width) > 0.01:
+            fig.set_size_inches(tile_width, h * max(tile_width / w, 0.9))
+            if fig.get_layout_engine() is None:    # margins fixed for the screen size would clip labels
+                fig.set_layout_engine("constrained")
+            _fit_texts(fig)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=dpi)
         images.append(Image.open(io.BytesIO(buf.getvalue())).convert("RGB"))

@@ -379,11 +379,14 @@ def _printed(figs, names, controls) -> bytes:
     first = names[0]
     start = {n: c.value for n, c in controls.items()}
     label = _plain(controls[first].description or first)
-    shown = printed.pick(controls[first].options)
+    # a figure of side-by-side axes keeps its labels only at its own width: then one column, fewer tiles
+    wide = len(next(iter(figs.values())).axes) > 1
+    shown = printed.pick(controls[first].options, 3 if wide else printed.MAX_TILES)
     tiles = [(f"{label} = {v}", figs[tuple(v if n == first else start[n] for n in names)]) for v in shown]
     n_states = len(figs)
     note = (f"Online, the sliders ({', '.join(_plain(c.description or n) for n, c in controls.items())}) "
             f"switch between this figure's {n_states} precomputed states; printed: {label} at "
             f"{len(shown)} of its {len(controls[first].options)} values"
             + (", the other sliders at their starting values." if len(names) > 1 else "."))
-    return printed.with_note(printed.small_multiples(tiles), note)
+    layout = dict(columns=1, tile_width=tiles[0][1].get_figwidth()) if wide else {}
+    return printed.with_note(printed.small_multiples(tiles, **layout), note)

@@ -114,6 +114,41 @@ def test_slider_panel_prints_small_multiples_with_a_note():
     assert {"image/png", "application/vnd.jupyter.widget-view+json"} <= set(bundle)
 
 
+def test_a_panel_of_side_by_side_axes_prints_at_its_own_width():
+    """Two axes side by side lose their labels and legends at half width (chapter 3's printed panel
+    collapsed): such a panel prints three states in one column, each at the figure's own width."""
+    import io
+    import warnings
+
+    import ipywidgets as widgets
+    from matplotlib.figure import Figure
+    from PIL import Image
+
+    from scansnap import printed
+    from scansnap.ui import slider_panel
+
+    def draw(eta=1.0):
+        f = Figure(figsize=(6.8, 3.2))
+        f.subplots_adjust(left=0.09, right=0.98, bottom=0.14, top=0.75, wspace=0.3)
+        a, b = f.subplots(1, 2)
+        a.plot(np.arange(4) * eta, label="a long legend entry")
+        b.plot(np.arange(4) / eta, label="another long legend entry")
+        for ax in (a, b):
+            ax.legend(loc="lower left", bbox_to_anchor=(0, 1.02), ncol=2)
+            ax.set_xlabel("plain SGD steps $t$")
+        return f
+
+    p = slider_panel(draw, progress=False,
+                     eta=widgets.SelectionSlider(options=(0.1, 0.2, 0.5, 2.0, 5.0, 10.0), value=0.5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # no "constrained_layout not applied"
+        png = p._repr_png_()
+    assert printed.note_of(png).endswith("printed: η at 3 of its 6 values.")
+    im = Image.open(io.BytesIO(png))
+    assert im.height > 1.5 * im.width                   # three tiles, one above the other
+    assert abs(im.width / 200 - 6.8) < 0.1              # each at 6.8 in (200 dpi)
+
+
 # ---- _ext/print_edition.py
 
 def test_tag_moves_outside_split():
@@ -241,3 +276,20 @@ def test_note_subscripts_typeset():
     assert [type(n).__name__ for n in got] == ["Text", "subscript", "Text", "subscript", "Text", "subscript", "Text"]
     assert "".join(n.astext() for n in got) == "sliders (ηY, ηZ) move; t0."
     assert all(isinstance(n, nodes.Node) for n in got)
+
+
+def test_small_multiples_wrap_titles_a_narrow_tile_would_cut():
+    from matplotlib.figure import Figure
+
+    from scansnap import printed
+
+    f = Figure(figsize=(6.8, 3.0))
+    ax = f.subplots()
+    ax.plot([0, 1])
+    ax.set_title("linear, first 50% uninformative: 0.90 of the attention right, $\\eta_Y = 1$ kept whole")
+    ax.set_xlabel("contextual token of class 0 (grey: common, blue: distinct)")
+    printed.small_multiples([("a", f)])
+    title, xlabel = ax.get_title(), ax.get_xlabel()
+    assert "\n" in title and "\n" in xlabel
+    assert "$\\eta_Y = 1$" in title                      # mathtext never split
+    assert title.replace("\n", " ") == "linear, first 50% uninformative: 0.90 of the attention right, $\\eta_Y = 1$ kept whole"
