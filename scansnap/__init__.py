@@ -30,12 +30,21 @@ the same steps as this quickstart (about 5 s on a laptop CPU)::
     grid = train(classes, eta_y=eta_y, eta_z=eta_z, seeds=seeds, steps=60)
     print(grid.to_frame().groupby(["eta_z", "eta_y"])["distinct_entropy"].agg(["mean", "sem"]).round(3))
 
-The embedding transformer on the shipped WikiText-2 (``help(scansnap.lm)``)::
+The embedding transformer on the shipped WikiText-2, and on your own text (``help(scansnap.lm)``)::
 
     from scansnap.lm import wikitext_data, train_lm
     train_ids, valid_ids, vocab = wikitext_data()          # offline: the shipped text
     lm = train_lm(train_ids, len(vocab), steps=20, probe=valid_ids[:30], snapshot_steps=[0, 20])
     print(lm, lm.attention_entropy(0), lm.attention_entropy(20))   # nats: the maps sharpen
+
+    # your own text: a vocabulary from its words, its ids, a run, its record (help(scansnap.lm))
+    from scansnap.lm import train_lm
+    from scansnap.wikitext import Vocab
+    words = ("the cat sat on the mat . the dog sat on the log . " * 40 + "a zebra").split()   # your text, as words
+    vocab = Vocab.build(words, min_freq=2)      # words seen once ('a', 'zebra') become '<unk>'
+    ids = vocab.encode(words)                   # (482,) int64 token ids
+    own = train_lm(ids, len(vocab), steps=20, d=32, d_hidden=32, batch=4, bptt=8, probe=ids[:8], snapshot_steps=[20])
+    own.save("my-lm")                           # the record: every setting, and the ids' and probe's sha256 and length
 
 The models are torch modules, importable from here and documented in ``help(scansnap.model)``:
 ``scansnap.YZModel`` (the Y/Z model, batched over runs) and ``scansnap.EmbeddingTransformer``
@@ -43,6 +52,10 @@ The models are torch modules, importable from here and documented in ``help(scan
 this package's API rather than torch.nn.Module's hundreds of inherited methods.
 """
 import os
+
+from . import _startup
+
+_startup.install()       # `python -m scansnap`: a signal during the imports below says so in one line
 
 # torch's OpenMP threads sleep, not spin, while they wait (read once, when torch loads; so only
 # if scansnap is imported first, as every chapter does). The same numbers; on a machine whose

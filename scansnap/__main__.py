@@ -106,7 +106,8 @@ _SWEEP = ("fig6", "fig11", "fig12")
 GRID_FIGURES = {"eta_z": _SWEEP, "ratio": _SWEEP, "num_last": _SWEEP,
                 "batch": ("fig4", "fig5") + _SWEEP, "T": ("fig4", "fig5") + _SWEEP}
 DISTRIBUTED = ("fig6", "fig7", "fig10", "fig11", "fig12")   # split over torchrun's ranks (scansnap.distributed)
-# What a figure's PNG shows when it is not its CSV's rows as they are (its record's "plotted")
+# What a figure's PNG shows when it is not its CSV's rows as they are (its record's "plotted");
+# fig11 and fig12 say it per grid (_recall_plan: which held rates they draw)
 PLOTTED = {"fig6": "fig6.png: each point is the mean entropy over the seeds of its setting (num_last, eta_z, "
                    "ratio), its bar one standard error of that mean (sample sd / sqrt(seeds)), not the seeds' "
                    "spread; fig6.csv: one row per run, the numbers the means and errors are taken from"}
@@ -224,6 +225,31 @@ def reproduce_fig6(out: Path, device: str, steps: int, seeds, cache, grid=None, 
     return ["fig6.csv", "fig6.png"]
 
 
+def _recall_plan(r, by: str, grid) -> tuple[list, str]:
+    """Which held values a recall figure plots, and its record's "plotted" in words. The held
+    rate (eta_Z in Fig. 11, eta_Y/eta_Z in Fig. 12) is the paper's 1 unless its flag (--eta-z,
+    --ratio) asks for values: then every value asked for, a panel each (so too for a grid
+    without 1)."""
+    held_key, curve_key = ("eta_z", "ratio") if by == "ratio" else ("ratio", "eta_z")
+    word, curve_word = ("eta_Z", "eta_Y/eta_Z") if by == "ratio" else ("eta_Y/eta_Z", "eta_Z")
+    name = "fig11" if by == "ratio" else "fig12"
+    have = sorted(set(np.asarray(r[held_key], float).tolist()))
+    values = lambda vs: ", ".join(f"{v:g}" for v in vs)                          # noqa: E731
+    curves = values(sorted(set(np.asarray(r[curve_key], float).tolist())))
+    vocabularies = values(sorted(set(np.asarray(r["num_last"]).tolist())))
+    mean = (f"each point is the mean recall over the seeds of its setting at one threshold ({name}.csv: those "
+            "means, a row per setting and threshold)")
+    if (grid or {}).get(held_key) is not None or 1.0 not in have:
+        return have, (f"{name}.png: recall of distinct tokens against the threshold, one curve per {curve_word} "
+                      f"({curves}), one panel per {word} and num_last ({word} = {values(have)}; num_last = "
+                      f"{vocabularies}); {mean}")
+    others = [v for v in have if v != 1.0]       # the paper's axis (the flag not given) holds 1
+    return [1.0], (f"{name}.png: recall of distinct tokens against the threshold, one curve per {curve_word} "
+                   f"({curves}) at {word} = 1 (the paper's Fig. {name[3:]}), one panel per num_last ({vocabularies})"
+                   + (f"; {name}.csv also has {word} = {values(others)}, not plotted (--{held_key.replace('_', '-')} "
+                      f"plots every value it lists)" if others else "") + f"; {mean}")
+
+
 def _recall(out, device, steps, seeds, cache, name, by, grid=None, world=None):
     from .experiments import fig11_12
     from .plots import recall_curves
@@ -233,11 +259,8 @@ def _recall(out, device, steps, seeds, cache, name, by, grid=None, world=None):
     _write_csv(out / f"{name}.csv", ["num_last", "eta_z", "ratio", "threshold", "recall"],
                [(int(a), f"{b:g}", f"{c:g}", f"{d:.6g}", f"{e:.6g}")
                 for a, b, c, d, e in zip(r["num_last"], r["eta_z"], r["ratio"], r["threshold"], r["recall"])])
-    # the paper fixes eta_Z = 1 (Fig. 11) and eta_Y/eta_Z = 1 (Fig. 12); a grid without that value
-    # shows its value nearest to 1
-    held = r["eta_z"] if by == "ratio" else r["ratio"]
-    at = min(np.unique(held), key=lambda v: (abs(np.log(v)), v))
-    recall_curves(r["num_last"], r["eta_z"], r["ratio"], r["threshold"], r["recall"], by=by, at=float(at)).savefig(
+    at, cache[("plotted", name)] = _recall_plan(r, by, grid)
+    recall_curves(r["num_last"], r["eta_z"], r["ratio"], r["threshold"], r["recall"], by=by, at=at).savefig(
         out / f"{name}.png", dpi=120)
     return [f"{name}.csv", f"{name}.png"]
 
@@ -414,6 +437,8 @@ def _install_signal_handlers():
     was ignored when we started (``nohup``: SIGHUP) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         return
+    from ._startup import release
+    release()                               # Ctrl-C: KeyboardInterrupt again (scansnap._startup)
     for name in ("SIGTERM", "SIGHUP"):
         sig = getattr(signal, name, None)
         if sig is not None and signal.getsignal(sig) != signal.SIG_IGN:
@@ -490,8 +515,18 @@ def _book_results_guard(out: Path, figures, steps, seeds, data, force: bool, gri
                          "--data or a grid flag); write them into another folder, or add --force")
 
 
+def _close_bars() -> None:
+    """Close the progress bars still open (an interrupted sweep's, a run's): one left open is
+    drawn again when the process exits, below the line that says why the run stopped."""
+    from tqdm import tqdm
+    for bar in list(getattr(tqdm, "_instances", ())):
+        bar.close()
+
+
 def _stop(p, figures, done, why: str, status: int) -> int:
-    """One line: why the run stopped, what it wrote, what it did not (whose previous sets stand)."""
+    """One line: why the run stopped, what it wrote, what it did not (whose previous sets stand),
+    on a line of its own (the progress bars closed first)."""
+    _close_bars()
     wrote = f"written: {', '.join(done)}" if done else "nothing written"
     rest = [f for f in figures if f not in done]
     print(f"{p.prog}: {why}; {wrote}; not written (previous sets, if any, kept): {', '.join(rest)}",
@@ -523,7 +558,9 @@ HELP = {
                  "record says so, and the book refuses to read them as the paper's.",
     "--eta-z": "attention learning rates eta_Z, e.g. '0.5,1,2,3' (the paper's)",
     "--ratio": "eta_Y/eta_Z ratios, e.g. '1,2,5,10' (the paper's)",
-    "--num-last": "numbers of query tokens (vocabularies), e.g. '1,3,5,10' (the paper's)",
+    "--num-last": "numbers of query tokens, e.g. '1,3,5,10' (the paper's): one vocabulary each, its queries "
+                  "('last' tokens) with 2 next tokens each, so the panel titled '#last/next tokens = 3/6' "
+                  "(the paper's wording) is num_last = 3: 3 queries, 6 next tokens (classes)",
     "--batch": "sequences per step (the paper's: 128)",
     "--T": "sequence length, contextual tokens and the query (the paper's: 128)",
     "epilog": "Past one machine: torchrun --nproc_per_node N -m scansnap reproduce fig10 --out DIR "
@@ -556,6 +593,7 @@ def main(argv=None):
     p = parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     a = p.parse_args(argv)
+    _install_signal_handlers()              # from here on a signal ends the run with the one line
     _streams_open()
     from ._validate import resolve_device
     from . import distributed
@@ -603,14 +641,11 @@ def main(argv=None):
             print(f"{p.prog}: error: {e}", file=sys.stderr, flush=True)
         distributed.finish(world, barrier=True)
         sys.exit(2)
-    if data_record is not None:
-        for note in data_notes:
-            distributed.say(world, f"note: {note}", file=sys.stderr)
-        if writer:
-            _say(f"data: {data_record['detail']}")
-    env = provenance.environment(device)
-    env.update(world.record() if world is not None else {"world_size": 1})
-    _install_signal_handlers()
+    except (KeyboardInterrupt, _Signalled) as e:       # while checking the folder, loading the text, ...
+        distributed.finish(world)
+        signum = e.signum if isinstance(e, _Signalled) else signal.SIGINT
+        why = "interrupted (Ctrl-C)" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+        return _stop(p, figures, [], why, 128 + signum) if writer else 128 + signum
     cache: dict = {}
     done, fig = [], None
 
@@ -618,6 +653,13 @@ def main(argv=None):
         return _stop(p, figures, done, why, status) if writer else status
 
     try:
+        if data_record is not None:
+            for note in data_notes:
+                distributed.say(world, f"note: {note}", file=sys.stderr)
+            if writer:
+                _say(f"data: {data_record['detail']}")
+        env = provenance.environment(device)
+        env.update(world.record() if world is not None else {"world_size": 1})
         for fig in figures:
             t0 = time.perf_counter()
             kw = dict(device=device, steps=a.steps, seeds=seeds, cache=cache, data=data,
@@ -637,7 +679,8 @@ def main(argv=None):
                 rec = provenance.record(fig, stage, files, settings,
                                         data_record if fig in LM_FIGURES else None, env,
                                         time.perf_counter() - t0, notes + provenance.paper_notes(fig, settings), argv)
-                rec.update({"plotted": PLOTTED[fig]} if fig in PLOTTED else {})
+                plotted = cache.get(("plotted", fig), PLOTTED.get(fig))   # fig11, fig12: what this grid drew
+                rec.update({"plotted": plotted} if plotted else {})
                 with provenance._signals_held():   # a signal held through the commit acts once fig is counted
                     names = provenance.commit(stage, out, fig, rec)
                     done.append(fig)

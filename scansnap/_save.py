@@ -33,7 +33,7 @@ def save_set(folder, name: str, tables: dict, settings: dict, device: str, what:
     from . import provenance
     if not isinstance(name, str) or not _NAME.match(name) or name.endswith(provenance.SUFFIX):
         raise ValueError(f"name must be a plain file stem (letters, digits, '_', '-', '.'), got {name!r}")
-    out = provenance.check_out_dir(folder)
+    out = provenance.check_out_dir(folder, what="folder")
     with provenance.staged(out, name) as stage:
         files = []
         for stem, (header, rows) in tables.items():

@@ -241,6 +241,8 @@ def sequence_classes(K: int, M: int | None = None, *, queries: int = 1, num_comm
 
     ``common (num_common) | distinct: class 0's, class 1's, ... (num_distinct each) | queries | next tokens | unused``
 
+    - ``num_common``: tokens in every class's context (K >= 2; with K = 1 none can be common,
+      so ``num_common`` must be 0 there).
     - ``queries``: how many query tokens; the K classes share them in order (K a multiple of it):
       1 (every class has the same query, Theorem 2(b)'s and Sec. 6's setting) up to K (one each).
     - ``common_weight``: the weight of each common token; ``distinct_weights``: the
@@ -255,6 +257,10 @@ def sequence_classes(K: int, M: int | None = None, *, queries: int = 1, num_comm
     """
     K = positive_int("K (number of classes)", K)
     queries = positive_int("queries", queries)
+    if K == 1 and num_common:
+        raise ValueError(f"K = 1 class has no common tokens (a common token is in more than one class's context, "
+                         f"Sec. 3.2): num_common={num_common!r} would be {num_common!r} more distinct tokens of "
+                         "class 0; pass num_common=0 (and num_distinct= for its tokens)")
     if K % queries:
         raise ValueError(f"K = {K} classes cannot share {queries} query tokens equally: K must be a multiple of queries")
     num_distinct = positive_int("num_distinct", num_distinct, minimum=0)

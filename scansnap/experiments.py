@@ -43,14 +43,16 @@ def syn_medium_sweep(num_last=FIG6["num_last"], eta_z=FIG6["eta_z"], ratio=FIG6[
     # one tick per training step of one vocabulary: the bar's total is vocabularies x steps
     bar = tqdm(total=len(num_last) * kw["steps"], disable=not progress, unit="step",
                desc=f"Syn-Medium sweep, {len(num_last)} vocabularies x {kw['steps']} steps")
-    for i, nl in enumerate(num_last):
-        bar.set_postfix_str(f"num_last={nl} ({i + 1} of {len(num_last)}), {len(sd)} run{'s' * (len(sd) != 1)}",
-                            refresh=False)
-        classes = syn_medium(nl)
-        path = kw.get("path") or "support"
-        out[nl] = (classes, train(classes, eta_y=ey, eta_z=ez, seeds=sd, device=device, progress=bar,
-                                  **dict(kw, path=path)))
-    bar.close()
+    try:              # closed however the sweep ends: a bar left open is drawn again at exit, below the last line
+        for i, nl in enumerate(num_last):
+            bar.set_postfix_str(f"num_last={nl} ({i + 1} of {len(num_last)}), {len(sd)} run{'s' * (len(sd) != 1)}",
+                                refresh=False)
+            classes = syn_medium(nl)
+            path = kw.get("path") or "support"
+            out[nl] = (classes, train(classes, eta_y=ey, eta_z=ez, seeds=sd, device=device, progress=bar,
+                                      **dict(kw, path=path)))
+    finally:
+        bar.close()
     return out
 
 
@@ -325,17 +327,27 @@ def book_results() -> dict:
     Every CSV must be vouched for by the provenance record written beside it (its sha256
     matches: not a mixed or edited set) and have been made with the paper's settings (no
     ``--steps``, ``--seeds`` or ``--data``): otherwise a ValueError says which file and why,
-    since the book quotes these numbers as the paper's.
+    since the book quotes these numbers as the paper's. The CSVs are what is checked: the book's
+    PNGs are not shipped with the package, nor tracked in the repository.
     """
     from importlib.resources import files
 
-    return read_results(files("scansnap") / "results")
+    folder = files("scansnap") / "results"
+    try:
+        # the CSVs only: the book's PNGs are neither shipped nor tracked (a checkout's are its own drawings)
+        return _read_results(folder, paper=True, every_file=False)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no results in {folder} (the book's own): make them with `python -m scansnap "
+                                "reproduce all --out scansnap/results`") from None
 
 
 def read_results(folder, paper: bool = True) -> dict:
     """The CSVs of a result folder (``python -m scansnap reproduce --out``, or ``.save()`` of a
-    result) as {file stem: {column: numpy array}}, each CSV checked against the provenance record
-    beside it (its sha256: not a mixed or edited set). ``folder``: a str or a Path.
+    result) as {file stem: {column: numpy array}}, after checking every file the provenance
+    records beside them list: each CSV and PNG is the one its record describes (sha256: not a
+    mixed or edited set; a PNG may be absent, the CSVs not), and each CSV holds the grid its
+    record's settings say (the rates, seeds, vocabularies: ``provenance.check_columns``).
+    ``folder``: a str or a Path.
 
     ``paper=True`` (what :func:`book_results` asks) also requires the paper's settings, since the
     book quotes those numbers as the paper's; ``paper=False`` checks the files and their records
@@ -343,18 +355,21 @@ def read_results(folder, paper: bool = True) -> dict:
     ``scansnap.provenance.read_records(folder)``). Integer columns (seed, step, ...) come back as
     integers (:func:`load_csv`).
     """
-    from pathlib import Path
+    return _read_results(folder, paper, every_file=True)
 
+
+def _read_results(folder, paper: bool, every_file: bool) -> dict:
     from . import provenance
 
     folder = provenance.results_folder(folder)
+    records = provenance.read_records(folder)          # first: a CSV a record lists but the folder lacks is named
     csvs = sorted((p for p in folder.iterdir() if p.name.endswith(".csv")), key=lambda p: p.name)
     if not csvs:
-        raise FileNotFoundError(f"no results in {folder}: run python -m scansnap reproduce all --out scansnap/results")
-    records = provenance.read_records(folder)
+        raise FileNotFoundError(f"{folder} has no results (no CSV files in it): {provenance.make_some(folder)}")
     out = {}
     for p in csvs:
         rec = provenance.verify(p, records)
+        table = load_csv(p)
         if paper:
             try:
                 provenance.settings_for(rec["figure"])
@@ -363,7 +378,11 @@ def read_results(folder, paper: bool = True) -> dict:
                                  f"(it was written by {rec.get('command', '?')!r}): read your own results "
                                  "with read_results(folder, paper=False)") from None
             provenance.check_settings(p, rec)
-        out[p.name[:-4]] = load_csv(p)
+        provenance.check_columns(p, rec, table)        # the record's grid is the CSV's (not edited around it)
+        out[p.name[:-4]] = table
+    for name in sorted(records) if every_file else ():
+        if not name.endswith(".csv") and (folder / name).exists():     # a PNG: checked where it is there
+            provenance.verify(folder / name, records)
     return out
 
 

@@ -7,6 +7,17 @@ Quick start (50 steps, about 10 s on a 2-core CPU)::
     res = train_lm(train_ids, len(vocab), steps=50, probe=valid_ids[:30], snapshot_steps=[0, 50])
     res.attention(50)                                      # (30, 30): the lowest layer's map
 
+Your own text: a vocabulary from its words (``scansnap.wikitext.Vocab``), its ids, a run, its
+record (a few seconds)::
+
+    from scansnap.lm import train_lm
+    from scansnap.wikitext import Vocab
+    words = ("the cat sat on the mat . the dog sat on the log . " * 40 + "a zebra").split()   # your text, as words
+    vocab = Vocab.build(words, min_freq=2)      # words seen once ('a', 'zebra') become '<unk>'
+    ids = vocab.encode(words)                   # (482,) int64 token ids
+    own = train_lm(ids, len(vocab), steps=20, d=32, d_hidden=32, batch=4, bptt=8, probe=ids[:8], snapshot_steps=[20])
+    own.save("my-lm")                           # the record: every setting, and the ids' and probe's sha256 and length
+
 ``train_lm`` trains one model, PyTorch-tutorial style (plain SGD at one learning rate,
 gradient clipping, dropout). ``train_lms`` trains R such models with their own rates and
 seeds as one batched tensor program: every weight gets a leading run axis, each run keeps
@@ -25,6 +36,7 @@ one torch thread each (``scansnap.experiments.lm_runs``): a run's numbers are th
 from __future__ import annotations
 
 import collections
+import hashlib
 import math
 import threading
 import time
@@ -64,7 +76,12 @@ class LMResult:
       ``EmbeddingTransformer.forward``'s maps (B, heads, T, T) for the batch of one probe, B
       dropped. Row i of a map is query position i; it is causal (zero above the diagonal).
     - ``model``: the trained :class:`~scansnap.model.EmbeddingTransformer` (on its device).
-    - ``config``: layers, heads, lr, steps, seed, batch, bptt, clip, dropout.
+    - ``config``: every setting of :func:`train_lm` that decides the numbers (layers, heads, d,
+      d_hidden, dropout, positional, lr, steps, batch, bptt, clip, seed, dtype as its name,
+      e.g. ``"float32"``, optimizer ``"sgd"``), ``vocab_size``, and ``train_ids`` and ``probe``
+      as ``{"sha256", "length"}`` (:func:`ids_digest`; ``probe`` None without one): what
+      :meth:`save` records, so that a run on your own text can be matched to its text and
+      re-run (``train_lm(ids, c["vocab_size"], dtype=getattr(torch, c["dtype"]), ...)``).
     - ``seconds``: the wall time :func:`train_lm` took (what :meth:`save` records), or None.
 
     Methods: :meth:`attention` one map as a (T, T) array; :meth:`attention_entropy` its mean
@@ -136,7 +153,8 @@ class LMResult:
         """Write this run as a result set in ``folder``, atomically, with its provenance record (as
         ``python -m scansnap reproduce`` writes a figure's): ``<name>_loss.csv`` (step, loss),
         ``<name>_attention.csv`` (step, layer, head, query, key, attention: every map's lower
-        triangle) and ``<name>.provenance.json``. Read back with
+        triangle) and ``<name>.provenance.json`` (its ``settings``: :attr:`config` and the
+        snapshot steps; device, versions and date beside them). Read back with
         ``scansnap.experiments.read_results(folder, paper=False)``. Returns the paths written."""
         from ._save import save_set
         loss = [(s, f"{l:.10g}") for s, l in enumerate(self.loss)]
@@ -151,6 +169,24 @@ class LMResult:
                                        f"{name}_attention": (["step", "layer", "head", "query", "key", "attention"], att)},
                         dict(self.config, snapshots=sorted(self.snapshots)), dev, f"LMResult.save({name!r})",
                         seconds=self.seconds, what_seconds="train_lm's wall time")
+
+
+def ids_digest(ids) -> dict:
+    """``{"sha256": ..., "length": n}`` of a 1-D sequence of token ids: the sha256 of its values
+    as little-endian int64 bytes (``numpy.asarray(ids, "<i8").tobytes()``). What a saved
+    :class:`LMResult` records of its training text and probe, so the same ids can be told
+    from others before a re-run."""
+    a = np.ascontiguousarray(torch.as_tensor(ids).cpu().numpy().astype("<i8", copy=False).ravel())
+    return {"sha256": hashlib.sha256(a.tobytes()).hexdigest(), "length": int(a.size)}
+
+
+def _config(train_ids, vocab_size, probe, *, layers, heads, d, d_hidden, dropout, positional, lr, steps, batch,
+            bptt, clip, seed, dtype) -> dict:
+    """An LMResult's ``config``: the same for :func:`train_lm` and each run of :func:`train_lms`."""
+    return dict(layers=layers, heads=heads, d=d, d_hidden=d_hidden, dropout=dropout, positional=positional,
+                lr=lr, steps=steps, seed=seed, batch=batch, bptt=bptt, clip=clip,
+                dtype=str(dtype).replace("torch.", ""), optimizer="sgd", vocab_size=vocab_size, train_ids=ids_digest(train_ids),
+                probe=None if probe is None else ids_digest(probe))
 
 
 def _check(train_ids, vocab_size, steps, batch, bptt, clip, probe, snapshot_steps):
@@ -249,8 +285,11 @@ def train_lm(train_ids: torch.Tensor, vocab_size: int, *, layers: int = 1, heads
         m.generator = gen
     t_start = time.perf_counter()
     try:
+        cfg = _config(train_ids, vocab_size, probe, layers=layers, heads=heads, d=d, d_hidden=d_hidden,
+                      dropout=dropout, positional=positional, lr=lr, steps=steps, batch=batch, bptt=bptt, clip=clip,
+                      seed=seed, dtype=dtype)
         res = _train_lm(model, train_ids, vocab_size, dev, lr=lr, steps=steps, batch=batch, bptt=bptt, clip=clip,
-                        seed=seed, probe=probe, snaps=snaps, progress=progress, stop=stop)
+                        seed=seed, probe=probe, snaps=snaps, progress=progress, stop=stop, config=cfg)
         if res is not None:
             res.seconds = time.perf_counter() - t_start
         return res
@@ -288,9 +327,9 @@ def _build(seed, dev, dtype, vocab_size, **arch):
 
 
 def _train_lm(model, train_ids, vocab_size, dev, *, lr, steps, batch, bptt, clip, seed, probe, snaps,
-              progress, stop):
+              progress, stop, config):
     """train_lm's loop, on a built model."""
-    layers, heads, dropout = len(model.blocks), model.blocks[0].attn.heads, model.drop.p
+    layers = len(model.blocks)
     data, n_windows = _data(train_ids, batch, bptt, dev)
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     out = {}
@@ -327,8 +366,7 @@ def _train_lm(model, train_ids, vocab_size, dev, *, lr, steps, batch, bptt, clip
         logits, _ = model(data[i:i + bptt].t())
     model.train()
     _after_last_update(f"the {layers}-layer LM (lr={lr:g}, seed={seed})", steps, logits, out.get(steps, ()))
-    return LMResult(losses, out, model, dict(layers=layers, heads=heads, lr=lr, steps=steps, seed=seed,
-                                             batch=batch, bptt=bptt, clip=clip, dropout=dropout))
+    return LMResult(losses, out, model, config)
 
 
 # ---------------------------------------------------------------------------------------
@@ -498,6 +536,7 @@ def train_lms(train_ids: torch.Tensor, vocab_size: int, lrs, seeds, *, layers: i
         _after_last_update(f"run {r} ({layers}-layer LM, lr={lrs[r]:g}, seed={seeds[r]})", steps, logits[r],
                            [out[r][steps][0]] if steps in snaps else ())
     net.unstack(models)
-    return [LMResult(losses[r], out[r], models[r],
-                     dict(layers=layers, heads=heads, lr=lrs[r], steps=steps, seed=seeds[r], batch=batch,
-                          bptt=bptt, clip=clip, dropout=dropout)) for r in range(R)]
+    cfg = _config(train_ids, vocab_size, probe, layers=layers, heads=heads, d=d, d_hidden=d_hidden, dropout=dropout,
+                  positional=positional, lr=None, steps=steps, batch=batch, bptt=bptt, clip=clip, seed=None,
+                  dtype=dtype)
+    return [LMResult(losses[r], out[r], models[r], dict(cfg, lr=lrs[r], seed=seeds[r])) for r in range(R)]

@@ -460,27 +460,39 @@ def cn_final(classes: SequenceClasses, Zs: dict, n: int = 0, title: str = "") ->
 
 
 @_styled
-def recall_curves(num_last, eta_z, ratio, threshold, recall, by: str, at: float = 1.0) -> Figure:
-    """Figs. 11-12: recall vs threshold, one panel per num_last (two per row, one shared legend);
-    ``by`` = 'ratio' (at eta_Z = ``at``, the paper's 1) or 'eta_z' (at eta_Y/eta_Z = ``at``, the paper's 1)."""
+def recall_curves(num_last, eta_z, ratio, threshold, recall, by: str, at=1.0) -> Figure:
+    """Figs. 11-12: recall vs threshold, one curve per value of ``by`` ('ratio': eta_Y/eta_Z,
+    Fig. 11; 'eta_z': Fig. 12) at a held value of the other rate, ``at`` (eta_Z for
+    ``by='ratio'``, eta_Y/eta_Z for ``by='eta_z'``; the paper's: 1), one panel per num_last (two
+    per row, one shared legend). ``at``: one value (its legend's title says it) or several (a
+    panel per held value and num_last, each titled with both). A held value the data lacks is
+    a ValueError naming it."""
     if by not in ("ratio", "eta_z"):
         raise ValueError(f"by must be 'ratio' or 'eta_z', got {by!r}")
     num_last, eta_z, ratio, threshold, recall = (np.asarray(a) for a in (num_last, eta_z, ratio, threshold, recall))
-    fixed = (eta_z == at) if by == "ratio" else (ratio == at)
-    key = ratio if by == "ratio" else eta_z
-    panels = sorted(set(num_last.tolist()))
+    held, key = (eta_z, ratio) if by == "ratio" else (ratio, eta_z)
+    word, sym = ("eta_Z", r"$\eta_Z$") if by == "ratio" else ("eta_Y/eta_Z", r"$\eta_Y/\eta_Z$")
+    ats = sorted({float(v) for v in np.atleast_1d(np.asarray(at, dtype=float))})
+    have = sorted(set(held.tolist()))
+    missing = [v for v in ats if v not in have]
+    if not ats or missing:
+        raise ValueError(f"no rows with {word} = {', '.join(f'{v:g}' for v in (missing or ats))} (the data has "
+                         f"{word} = {', '.join(f'{v:g}' for v in have)})")
+    panels = [(h, nl) for h in ats for nl in sorted(set(num_last.tolist()))]
     fig, axes = _panel_grid(len(panels))
-    for ax, nl in zip(axes.flat, panels):
+    for ax, (h, nl) in zip(axes.flat, panels):
+        fixed = held == h
         for i, v in enumerate(sorted(set(key[fixed].tolist()))):
             sel = fixed & (num_last == nl) & (key == v)
             ax.semilogx(threshold[sel], recall[sel], marker="o", ms=2, color=f"C{i}",
                         label=(rf"$\eta_Y/\eta_Z={v:g}$" if by == "ratio" else rf"$\eta_Z={v:g}$"))
-        ax.set_title(f"#last/next tokens = {nl:g}/{2 * nl:g}")
+        ax.set_title(f"#last/next tokens = {nl:g}/{2 * nl:g}" + (f", {sym} = {h:g}" if len(ats) > 1 else ""))
         ax.xaxis.set_minor_formatter(NullFormatter())
     fig.supxlabel("threshold on softmax($z_m$)")
     fig.supylabel("recall of distinct tokens")
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncols=len(labels))
+    fig.legend(handles, labels, loc="outside upper center", ncols=len(labels),
+               title=f"at {sym} = {ats[0]:g}" if len(ats) == 1 else None)
     return fig
 
 

@@ -157,14 +157,16 @@ _JOURNAL = re.compile(r"^\.(?P<figure>[A-Za-z0-9_]+)\.commit\.json$")
 HELD_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
-def check_out_dir(out) -> Path:
+def check_out_dir(out, what: str = "--out") -> Path:
     """Make ``out`` if missing and prove it writable now (before any computation); a file
-    in the way, an empty name or a folder that cannot be written is a ValueError saying which."""
+    in the way, an empty name or a folder that cannot be written is a ValueError saying which.
+    ``what``: how the message names the folder (the command line's ``--out``; ``folder`` for
+    a result's ``save``)."""
     if str(out) == "":
-        raise ValueError("--out is empty: name a folder ('.' for the working folder)")
+        raise ValueError(f"{what} is empty: name a folder ('.' for the working folder)")
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file, not a folder")
+        raise ValueError(f"{what} {out} is a file, not a folder")
     try:
         out.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(dir=out, prefix=f".scansnap-write-test.{os.getpid()}.")
@@ -428,13 +430,20 @@ def _check_record(p: Path, rec) -> None:
         raise ValueError(f"{p}: 'settings' must be an object, got {rec['settings']!r}")
 
 
+def make_some(folder) -> str:
+    """How to put results into ``folder``, in words (that folder, not the book's)."""
+    return (f"make one with `python -m scansnap reproduce <figure> --out {folder}` or a result's "
+            f".save({str(folder)!r})")
+
+
 def results_folder(folder) -> Path:
     """``folder`` (a path, a str, an importlib resource) as a Path, or a ValueError saying it is
     not a results folder and how to make one."""
     folder = Path(str(folder))
     if not folder.is_dir():
-        raise ValueError(f"{folder} is not a results folder (it {'is a file' if folder.exists() else 'does not exist'}): "
-                         "make one with `python -m scansnap reproduce all --out <folder>`")
+        raise ValueError(f"{folder} is not a results folder (it is a file): name the folder that holds the results"
+                         if folder.exists() else
+                         f"{folder} is not a results folder (it does not exist): {make_some(folder)}")
     return folder
 
 
@@ -468,7 +477,7 @@ def read_records(folder) -> dict:
                                  "delete the stale one, or regenerate")
             if f.endswith(".csv") and not (folder / f).is_file():
                 raise ValueError(f"{folder / f} is missing, though its record {p.name} lists it: an incomplete "
-                                 f"set; regenerate with `python -m scansnap reproduce {rec['figure']}`")
+                                 f"set; {remake(rec)}")
             owner[f] = p.name
             by_file[f] = rec
     return by_file
@@ -503,6 +512,38 @@ def remake(rec: dict) -> str:
         where = f" (it ran under torchrun, {size} processes)" if isinstance(size, int) and size > 1 else ""
         return f"regenerate with the command that made it{where}: `{cmd}`"
     return f"regenerate with `python -m scansnap reproduce {rec.get('figure', '<figure>')}`"
+
+
+# Where a figure's CSV repeats its record's settings: {figure: {CSV column: settings key}}. The
+# values must agree (read_results checks): a record edited to other settings around a CSV (the
+# paper's, say) no longer describes it, though every sha256 still matches.
+GRID_COLUMNS = {"fig5": {"eta": "etas"},
+                "fig6": {"num_last": "num_last", "eta_z": "eta_z", "ratio": "ratio", "seed": "seeds"},
+                "fig7": {"layers": "layers"},
+                "fig10": {"lr": "lrs", "seed": "seeds"},
+                "fig11": {"num_last": "num_last", "eta_z": "eta_z", "ratio": "ratio"},
+                "fig12": {"num_last": "num_last", "eta_z": "eta_z", "ratio": "ratio"}}
+
+
+def check_columns(path, rec: dict, table: dict) -> None:
+    """ValueError unless the CSV ``path`` (read as ``table``, {column: array}) holds exactly the
+    values its record's settings list in the columns of :data:`GRID_COLUMNS` (the CSV writes
+    6 significant digits: equal to a relative 1e-5)."""
+    import numpy as np
+    path = Path(str(path))
+    if path.name != f"{rec['figure']}.csv":
+        return
+    for col, key in GRID_COLUMNS.get(rec["figure"], {}).items():
+        want = rec["settings"].get(key)
+        have = np.unique(np.asarray(table[col], float)) if col in table else np.array([])
+        try:
+            w = np.unique(np.asarray(want, float))
+        except (TypeError, ValueError):
+            w = None
+        if w is None or w.shape != have.shape or not np.allclose(have, w, rtol=1e-5, atol=0):
+            raise ValueError(f"{path} has {col} {', '.join(f'{v:g}' for v in have) or '(no column)'} but its "
+                             f"record's settings say {key} {want!r}: the record does not describe this file (an "
+                             f"edited record or a mixed set); {remake(rec)}")
 
 
 def differences(figure: str, settings: dict) -> list[str]:

@@ -901,7 +901,9 @@ class Prediction:
     def compare(self, result, step=None):
         """A run against the prediction: a pandas DataFrame, one row per (run, class).
 
-        ``result``: the ``TrainResult`` the prediction was made for (the same runs). ``step``:
+        ``result``: the ``TrainResult`` the prediction was made for: the same runs (rates), the
+        same momentum (the prediction's clock), SGD with LN and no residual (the theory's
+        model); another is a ValueError naming both. ``step``:
         where to compare, None for the end (the result's and the prediction's last step must be
         the same) or a step both have: one of the prediction's snapshot steps (or its ``steps``)
         and one of the result's (or its last step).
@@ -928,6 +930,18 @@ class Prediction:
                                                          and np.allclose(result.eta_z, self.eta_z)):
             raise ValueError("the result's runs (eta_y, eta_z) are not the prediction's: "
                              "predict with result.predict() or the same rates")
+        cfg = result.config
+        if cfg.get("optimizer") != "sgd" or cfg.get("residual") or not cfg.get("normalize", True):
+            raise ValueError(f"the prediction is for SGD with LN and no residual; the result used "
+                             f"optimizer={cfg.get('optimizer')!r}, normalize={cfg.get('normalize')}, "
+                             f"residual={cfg.get('residual')}: there is no prediction to compare it with")
+        if cfg.get("momentum") is None:
+            raise ValueError("the result does not record its momentum (config['momentum']): the prediction's "
+                             f"clock (momentum {self.momentum:g}) cannot be checked against it")
+        if abs(float(cfg["momentum"]) - float(self.momentum)) > 1e-12:
+            raise ValueError(f"the prediction is for momentum {self.momentum:g}, the result was trained with momentum "
+                             f"{float(cfg['momentum']):g}: predict with result.predict() or momentum="
+                             f"{float(cfg['momentum']):g}")
         last = result.config["steps"]
         have = sorted(set(self.Z_snapshots) | {self.steps})
         if step is None:

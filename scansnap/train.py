@@ -101,7 +101,8 @@ class TrainResult:
       logits; row psi(n) of Z is class n's query row, Eq. 4).
     - ``snapshots``: {step: (R, M, M) Z after ``step`` updates} at the ``snapshot_steps`` asked
       for (0 = the initial Z; ``steps`` = the final Z).
-    - ``config``: the settings (steps, batch, T, optimizer, momentum, init, ...; device).
+    - ``config``: the settings (steps, batch, T, optimizer, momentum, init, path, grad, dtype as
+      its name, e.g. ``"float32"``, ...; device).
     - ``diverged``: (R,) bool, runs whose loss ended far above where it started (see :func:`train`).
     - ``classes``: the :class:`~scansnap.data.SequenceClasses` trained on.
     - ``seconds``: the wall time :func:`train` took (what :meth:`save` records), or None.
@@ -480,7 +481,8 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
     return TrainResult(ey, ez, seed_arr, losses, Y, Z, snapshots,
                        dict(steps=steps, batch=batch, T=T, optimizer=optimizer, path=path,
                             momentum=momentum, betas=betas, init=init, normalize=normalize,
-                            residual=residual, device=str(dev)),
+                            residual=residual, grad=grad, dtype=str(dtype).replace("torch.", ""),
+                            device=str(dev)),
                        diverged, classes, time.perf_counter() - t_start)
 
 

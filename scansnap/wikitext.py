@@ -94,20 +94,35 @@ class Corpus:
 
 
 class Vocab:
+    """Words <-> token ids: ``itos[i]`` the word of id i, ``stoi[w]`` the id of word w.
+
+    Your own text as ids for :func:`scansnap.lm.train_lm` (``help(scansnap.lm)`` has the
+    example): ``vocab = Vocab.build(words, min_freq=2)``, then ``ids = vocab.encode(words)`` and
+    ``train_lm(ids, len(vocab), ...)``."""
+
     def __init__(self, itos: list[str]):
         self.itos = list(itos)
         self.stoi = {w: i for i, w in enumerate(self.itos)}
 
     @classmethod
     def build(cls, tokens, min_freq: int = 1):
-        """Most frequent first (ties by first appearance): ids are stable across runs."""
+        """The words of ``tokens`` seen at least ``min_freq`` times, most frequent first (ties by
+        first appearance): ids are stable across runs. When ``min_freq`` leaves words out,
+        ``<unk>`` stands for them (appended last, unless it is one of the words kept), so
+        :meth:`encode` of the same text works."""
+        min_freq = positive_int("min_freq", min_freq)
         counts = Counter(tokens)
-        return cls([w for w, c in counts.most_common() if c >= min_freq])
+        itos = [w for w, c in counts.most_common() if c >= min_freq]
+        if len(itos) < len(counts) and "<unk>" not in itos:
+            itos.append("<unk>")
+        return cls(itos)
 
     def __len__(self):
         return len(self.itos)
 
     def encode(self, tokens) -> torch.Tensor:
+        """A 1-D int64 tensor of the ids of ``tokens`` (a list of words); a word not in the
+        vocabulary is ``<unk>``'s id, or a ValueError naming it when there is no ``<unk>``."""
         unk = self.stoi.get("<unk>")
         ids = []
         for w in tokens:

@@ -76,7 +76,8 @@ def test_a_csv_gone_while_its_record_lists_it(tmp_path):
     d = _results(tmp_path)
     (d / "fig6.csv").unlink()
     with pytest.raises(ValueError, match=r"fig6\.csv is missing, though its record fig6\.provenance\.json lists "
-                                         r"it: an incomplete set; regenerate with `python -m scansnap reproduce fig6`"):
+                                         r"it: an incomplete set; regenerate with the command that made it: "
+                                         r"`python -m scansnap reproduce fig6 "):
         ex.read_results(d)
 
 

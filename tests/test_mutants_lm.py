@@ -175,7 +175,9 @@ def test_train_lm_is_clipped_sgd_on_consecutive_windows():
     np.testing.assert_allclose(res.loss, losses, rtol=1e-6)
     for (n, p), q in zip(res.model.named_parameters(), ref.parameters()):
         np.testing.assert_allclose(_np(p), _np(q), rtol=1e-5, atol=1e-6, err_msg=n)
-    assert res.config == dict(layers=1, heads=2, lr=0.7, steps=2, seed=3, batch=4, bptt=5, clip=0.05, dropout=0.0)
+    assert res.config == dict(layers=1, heads=2, lr=0.7, steps=2, seed=3, batch=4, bptt=5, clip=0.05, dropout=0.0,
+                              d=8, d_hidden=6, positional="sinusoidal", dtype="float32", optimizer="sgd", vocab_size=V,
+                              train_ids=lm.ids_digest(ids), probe=None)
 
 
 def test_train_lm_windows_wrap_around_the_text():
@@ -246,7 +248,9 @@ def test_train_lms_runs_are_train_lm_runs():
         for p, q in zip(res.model.parameters(), one.model.parameters()):
             np.testing.assert_allclose(_np(p), _np(q), rtol=1e-9, atol=1e-12)
         assert res.config == dict(layers=2, heads=2, lr=lr, steps=3, seed=seed, batch=4, bptt=5, clip=0.5,
-                                  dropout=0.25)
+                                  dropout=0.25, d=8, d_hidden=6, positional="sinusoidal", dtype="float64",
+                                  optimizer="sgd", vocab_size=V, train_ids=lm.ids_digest(ids),
+                                  probe=lm.ids_digest(ids[:6]))
 
 
 def test_train_lms_pairs_rates_and_seeds():

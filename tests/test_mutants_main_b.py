@@ -87,16 +87,17 @@ def test_the_sweep_and_recall_settings(tmp_path, drawn, monkeypatch):
     cli.reproduce_fig12(tmp_path, **kw)
     assert seen == [dict(seeds=(4, 5), device="dev-y", progress=True, steps=100,       # one sweep
                          num_last=ex.FIG6["num_last"], eta_z=ex.FIG6["eta_z"], ratio=ex.FIG6["ratio"])]
-    assert recalls == ["the sweep"] and cache == {"sweep": "the sweep", "recall": r11}  # one recall table
+    assert recalls == ["the sweep"] and cache["sweep"] == "the sweep" and cache["recall"] is r11   # one recall table
+    assert sorted(k for k in cache if k not in ("sweep", "recall")) == [("plotted", "fig11"), ("plotted", "fig12")]
     (n6, a6, k6, f6, d6), (n11, a11, k11, f11, d11), (n12, a12, k12, f12, d12) = drawn
     assert (n6, f6, k6) == ("entropy_sweep", "fig6.png", {}) and len(a6) == 4
     for got, key in zip(a6, ("num_last", "eta_z", "ratio", "entropy")):
         assert got is r6[key]
     for got, key in zip(a11, ("num_last", "eta_z", "ratio", "threshold", "recall")):
         assert got is r11[key]
-    # the held rate is the grid's value nearest to 1 (the paper's eta_Z = 1, ratio 1): eta_z 1 of {1, 2}, ratio 2 of {2, 3}
-    assert (n11, f11, k11, f12, k12) == ("recall_curves", "fig11.png", {"by": "ratio", "at": 1.0}, "fig12.png",
-                                         {"by": "eta_z", "at": 2.0})
+    # the held rate is the paper's 1 where the grid has it (eta_z 1 of {1, 2}); else every value (ratio 2, 3)
+    assert (n11, f11, k11, f12, k12) == ("recall_curves", "fig11.png", {"by": "ratio", "at": [1.0]}, "fig12.png",
+                                         {"by": "eta_z", "at": [2.0, 3.0]})
     assert d6 == d11 == d12 == {"dpi": 120}
     assert (tmp_path / "fig12.csv").read_text().splitlines() == ["num_last,eta_z,ratio,threshold,recall",
                                                                  "0,1,2,3,4", "1,2,3,4,5"]

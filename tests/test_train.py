@@ -60,7 +60,8 @@ def test_result_records_its_settings():
     np.testing.assert_array_equal(res.seed, [4, 5])
     assert res.loss.shape == (2, 2) and res.Y.shape == res.Z.shape == (2, 34, 34)
     assert res.config == dict(steps=2, batch=3, T=9, optimizer="adam", path="counts", momentum=0.5, betas=(0.8, 0.99),
-                              init="default", normalize=True, residual=False, device="cpu")
+                              init="default", normalize=True, residual=False, grad="lemma1", dtype="float32",
+                              device="cpu")
     np.testing.assert_array_equal(res.diverged, [False, False])
 
 
