@@ -398,13 +398,14 @@ def h_vs_hstar(panels) -> Figure:
         ax.set_xlabel("step s")
         ax.set_ylabel("h")
         ax.legend()
-    fig.suptitle(r"solid: $h^*(s)$ (Eq. 33); dashed: $h(t)$ (Eq. 45)", fontsize=STYLE["axes.titlesize"])
+    fig.suptitle(r"solid: $h^*(\mu)$ (Eq. 33); dashed: $h(t)$ (Eq. 45)", fontsize=STYLE["axes.titlesize"])
     return fig
 
 
 @_styled
 def growth_factor(M: int, K: int, eta_z: float, eta_ys, C0: float = 1.0, t_max: float = 1e5, t=None) -> Figure:
-    """The paper's Fig. 3: the growth-factor bound e^{2 B_n(t)} (Eq. 12, Theorem 4) for several eta_Y; dotted t_0.
+    """The paper's Fig. 3: the growth factor e^{2 B_n(t)} (Eq. 12, Theorem 4) for several eta_Y; dotted t_0.
+    As a bound on chi_{l_0} with eta_Z the run's own rate it reads e^{2 B_n(t)/K} (chapter 5, "Which eta_Z").
     ``t``: the times drawn (default 400 points from 1 to ``t_max``)."""
     from .theory import B_n, transition_time
     t = np.geomspace(1, t_max, 400) if t is None else np.asarray(t, float)
@@ -414,7 +415,7 @@ def growth_factor(M: int, K: int, eta_z: float, eta_ys, C0: float = 1.0, t_max: 
         ax.loglog(t, np.exp(2 * B_n(t, M, K, ey, eta_z, C0)), color=f"C{i}", label=rf"$\eta_Y={ey:g}$")
         ax.axvline(transition_time(M, K, ey), color=f"C{i}", ls=":", lw=0.8)
     ax.set_xlabel(r"gradient-flow time $t$ (dotted: $t_0$, the same clock)")
-    ax.set_ylabel(r"$e^{2B_n(t)}$ (bound on $\chi_{l_0}$)")
+    ax.set_ylabel(r"$e^{2B_n(t)}$, the paper's growth factor")
     ax.set_title(rf"$M={M}$, $K={K}$, $\eta_Z={eta_z:g}$, $C_0={C0:g}$; dotted: $t_0$")
     ax.legend()
     return fig
