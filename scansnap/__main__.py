@@ -211,7 +211,23 @@ def _sweep(cache, device, steps, seeds, grid=None, world=None):
                     res = merged.select([where[k] for k in zip(ey.tolist(), ez.tolist(), sd.tolist())])
                     sweep[nl] = (syn_medium(nl), res)
                 cache["sweep"] = sweep
+    if isinstance(cache["sweep"], dict):            # {num_last: (classes, TrainResult)}; None on other ranks
+        _refuse_diverged(cache["sweep"])
     return cache["sweep"]
+
+
+def _refuse_diverged(sweep) -> None:
+    """FloatingPointError naming the runs of the sweep that diverged: their entropies are numbers
+    (a blown-up softmax reads 0, the sparsest value) but not results, so no figure is made of them."""
+    bad = []
+    for nl, (_, res) in sweep.items():
+        if res.diverged is not None and np.any(res.diverged):
+            for r in np.flatnonzero(res.diverged):
+                bad.append(f"num_last {nl}, eta_z {res.eta_z[r]:g}, ratio {res.eta_y[r] / res.eta_z[r]:g}, "
+                           f"seed {res.seed[r]}")
+    if bad:
+        raise FloatingPointError(f"{len(bad)} run(s) of the sweep diverged ({'; '.join(bad[:3])}"
+                                 f"{'; ...' if len(bad) > 3 else ''}): lower the rates; nothing written for them")
 
 
 def reproduce_fig6(out: Path, device: str, steps: int, seeds, cache, grid=None, world=None, **_):

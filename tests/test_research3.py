@@ -504,3 +504,23 @@ def test_a_train_results_record_has_its_dtype_and_gradients(tmp_path):
         res.save(tmp_path / name)
         s = json.loads((tmp_path / name / "train.provenance.json").read_text())["settings"]
         assert s["dtype"] == name and s["grad"] == "lemma1"
+
+
+def test_a_diverged_run_of_the_sweep_is_refused_not_written(tmp_path, capsys):
+    """A second researcher's trip: eta 1e9 exited 0 and wrote entropy 0 (a perfect 'snap') for a
+    diverged run. Now the figure is not made: one line naming the run, exit 1, nothing written."""
+    import warnings
+
+    from scansnap.__main__ import main
+
+    out = tmp_path / "out"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        status = main(["reproduce", "fig6", "--out", str(out), "--eta-z", "1e9", "--ratio", "1",
+                       "--num-last", "1", "--seeds", "1", "--steps", "5", "--batch", "8", "--T", "16"])
+    err = capsys.readouterr().err
+    assert status == 1, err
+    last = err.strip().splitlines()[-1]
+    assert "fig6: 1 run(s) of the sweep diverged (num_last 1, eta_z 1e+09, ratio 1, seed 1)" in last, last
+    assert "not written (previous sets, if any, kept): fig6" in last
+    assert not list(out.glob("fig6*"))
