@@ -117,7 +117,23 @@ def config_inited(app, config):
 VERSION = 1
 
 
+def figure_alt_text(app, doctree, docname):
+    """A figure's image without alt text gets its caption as alt: a screen reader otherwise reads
+    the image's file name (a hash, for the chapters' computed figures)."""
+    from docutils import nodes
+
+    for fig in doctree.findall(nodes.figure):
+        caps = list(fig.findall(nodes.caption))
+        if not caps:
+            continue
+        text = " ".join(caps[0].astext().split())
+        for img in fig.findall(nodes.image):
+            if not img.get("alt"):
+                img["alt"] = text
+
+
 def setup(app):
+    app.connect("doctree-resolved", figure_alt_text)
     app.add_config_value("scansnap_pages_version", VERSION, "html")
     app.connect("config-inited", config_inited)
     # after MathJax (priority 500), deferred: it finds MathJax 3 loaded and gives it a Hub

@@ -461,3 +461,39 @@ def test_log_sliders_step_through_round_values(browser, paper_page):
     finally:
         ctx.close()
     assert not problems, "\n".join(problems)
+
+
+def test_a_vertical_swipe_over_a_slider_scrolls_and_a_tap_sets_it(browser, paper_page):
+    """Phone: a swipe that starts on a slider and turns into a scroll leaves the slider (and the
+    run) as they were; a tap sets the value on release and re-trains."""
+    ctx = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2,
+                              is_mobile=True, has_touch=True)
+    ctx.set_default_timeout(30000 * load_factor())
+    try:
+        page = ctx.new_page()
+        page.goto(paper_page)
+        _wait_runs(page, 0, 1)
+        panel = page.locator(".yzlive-panel").nth(0)
+        slider = panel.locator("input[type=range]").nth(0)
+        out = panel.locator(".yz-ctl output").nth(0)
+        page.evaluate("() => window.scrollTo(0, 0)")
+        slider.scroll_into_view_if_needed()
+        cdp = ctx.new_cdp_session(page)
+
+        def touch(*points):
+            box = slider.bounding_box()                  # the swipe may have scrolled the page
+            x, y = box["x"] + box["width"] * 0.85, box["y"] + box["height"] / 2
+            cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
+            for dy in points:
+                cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [{"x": x, "y": y - dy}]})
+            cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+
+        before, runs = out.inner_text(), int(panel.get_attribute("data-yzlive-runs"))
+        touch(*range(15, 180, 15))
+        page.wait_for_timeout(1000)
+        assert out.inner_text() == before and int(panel.get_attribute("data-yzlive-runs")) == runs
+        touch()
+        _wait_runs(page, 0, runs + 1)
+        assert out.inner_text() != before
+    finally:
+        ctx.close()

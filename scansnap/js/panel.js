@@ -126,10 +126,26 @@
       input.setAttribute("aria-valuetext", fmt(v));
     };
     show(value);
+    // A touch that turns into a vertical scroll (touch-action: pan-y in the CSS) must not move the
+    // slider: under touch the value is taken on release, and a cancelled touch puts it back.
+    var touch = null;
+    input.addEventListener("pointerdown", function (ev) { touch = ev.pointerType === "touch" ? input.value : null; });
+    input.addEventListener("pointercancel", function () {
+      if (touch === null) return;
+      input.value = touch;
+      show(panel.values[name]);
+      touch = null;
+    });
     input.addEventListener("input", function () {
       var v = toValue(Number(input.value));
       show(v);
-      panel.set(name, v, "input");
+      if (touch === null) panel.set(name, v, "input");
+    });
+    input.addEventListener("change", function () {
+      if (touch === null) return;
+      touch = null;
+      var v = toValue(Number(input.value));
+      if (v !== panel.values[name]) panel.set(name, v, "input");
     });
     if (spec.kind === "log") {
       // keys step through round values (1, 2, 3, 5 per decade; Page keys: a decade), so "set
