@@ -3,6 +3,7 @@ MUTANTS='scansnap.wikitext.*'` showed no test pinned. The cache of a download is
 atomically: a hidden partial file beside the archive, renamed into place; a failed write leaves
 nothing behind and reports its own error."""
 import errno
+import functools
 import os
 from pathlib import Path
 
@@ -62,3 +63,96 @@ def test_a_clean_up_that_fails_too_still_reports_the_first_error(tmp_path, monke
     with pytest.raises(OSError) as e:
         wikitext._write_atomic(tmp_path / "wikitext-2-v1.zip", b"PK zip bytes")
     assert e.value.errno == errno.ENOSPC
+
+
+# ---- full_corpus: what it passes to the download, what it says, what it remembers
+
+@functools.lru_cache(maxsize=None)
+def _zip(members=("train", "valid", "test"), train=" = A = \n the cat sat \n"):
+    import io
+    import zipfile
+    text = {"train": train, "valid": wikitext.shipped_text("valid"), "test": wikitext.shipped_text("test")}
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for m in members:
+            z.writestr(f"wikitext-2/wiki.{m}.tokens", text[m])
+    return buf.getvalue()
+
+
+@pytest.fixture
+def fetched(monkeypatch, tmp_path):
+    """Downloads answered from memory (a list of (url, timeout) asked); a fresh cache; no memo."""
+    asked = []
+
+    def download(src, timeout):
+        asked.append((src, timeout))
+        return _zip()
+    monkeypatch.setattr(wikitext, "_download", download)
+    monkeypatch.setattr(wikitext, "_verified", {})
+    monkeypatch.setenv("SCANSNAP_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SCANSNAP_DOWNLOAD_BASE", raising=False)
+    return asked
+
+
+def test_the_download_waits_the_timeout_asked_and_load_s_default_of_10_s(fetched, tmp_path):
+    wikitext.full_corpus(timeout=3)
+    wikitext._verified.clear()
+    (tmp_path / "cache" / "wikitext-2-v1.zip").unlink()
+    wikitext.full_corpus()
+    assert fetched == [(wikitext.URLS["full"], 3.0), (wikitext.URLS["full"], 10.0)]
+    assert all(type(t) is float for _, t in fetched)
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), None])
+def test_a_timeout_that_is_not_a_positive_number_is_named(fetched, bad):
+    with pytest.raises(ValueError) as e:
+        wikitext.full_corpus(timeout=bad)
+    assert str(e.value) == f"timeout must be a positive number, got {bad!r}"
+    assert fetched == []
+
+
+def test_the_detail_says_what_was_checked(fetched, tmp_path):
+    c = wikitext.full_corpus()
+    z = tmp_path / "cache" / "wikitext-2-v1.zip"
+    assert c.detail == (f"full downloaded from {wikitext.URLS['full']} (zip CRCs and the valid/test sha256 "
+                        f"checked), cached at {z}")
+    c = wikitext.full_corpus("5", name="wikitext-103")           # no shipped checksums for WikiText-103
+    z = tmp_path / "cache" / "wikitext-103-v1.zip"
+    assert c.detail == f"wikitext-103 downloaded from {wikitext.URLS['wikitext-103']} (zip CRCs checked), cached at {z}"
+
+
+def test_a_second_call_returns_the_same_corpus_from_memory(fetched):
+    first = wikitext.full_corpus()
+    second = wikitext.full_corpus()
+    assert len(fetched) == 1
+    assert (second.train, second.valid, second.test, second.source, second.detail) == \
+        (first.train, first.valid, first.test, "full", first.detail)
+    assert second.train[:6] == ["=", "A", "=", "<eos>", "the", "cat"]
+    assert len(second.valid) == 217_646 and len(second.test) == 245_569        # the published counts
+
+
+def test_a_broken_link_where_the_cache_should_be_is_named_so(fetched, tmp_path):
+    z = tmp_path / "cache" / "wikitext-2-v1.zip"
+    z.parent.mkdir(parents=True)
+    z.symlink_to(tmp_path / "nowhere")
+    with pytest.warns(UserWarning, match=r"cannot read the cached archive .* \(not a file: a broken link or device\); "
+                                         r"leaving it as it is"):
+        c = wikitext.full_corpus()
+    assert c.source == "full" and z.is_symlink() and not z.exists()          # left as it was
+
+
+@pytest.mark.parametrize("missing", ["train", "valid", "test"])
+def test_an_archive_without_a_split_is_a_corrupt_archive(missing):
+    members = [m for m in ("train", "valid", "test") if m != missing]
+    with pytest.raises(wikitext.CorruptArchive) as e:
+        wikitext._read_archive(_zip(tuple(members)), "full", "the download")
+    assert str(e.value) == f"the download: no wiki.{missing}.tokens inside"
+
+
+def test_wikitext_data_passes_its_vocabulary_threshold_on(monkeypatch):
+    import scansnap.experiments as ex
+    asked = []
+    monkeypatch.setattr(ex, "wikitext_data", lambda source, min_freq: asked.append((source, min_freq)) or "ids")
+    assert wikitext.wikitext_data("shipped", min_freq=5) == "ids"
+    assert wikitext.wikitext_data() == "ids"
+    assert asked == [("shipped", 5), ("shipped", 3)]
