@@ -5,6 +5,7 @@ nothing behind and reports its own error."""
 import errno
 import functools
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -136,7 +137,7 @@ def test_a_broken_link_where_the_cache_should_be_is_named_so(fetched, tmp_path):
     z.parent.mkdir(parents=True)
     z.symlink_to(tmp_path / "nowhere")
     with pytest.warns(UserWarning, match=r"cannot read the cached archive .* \(not a file: a broken link or device\); "
-                                         r"leaving it as it is"):
+                                         r"leaving it as it is and downloading again \(not cached\)$"):
         c = wikitext.full_corpus()
     assert c.source == "full" and z.is_symlink() and not z.exists()          # left as it was
 
@@ -156,3 +157,21 @@ def test_wikitext_data_passes_its_vocabulary_threshold_on(monkeypatch):
     assert wikitext.wikitext_data("shipped", min_freq=5) == "ids"
     assert wikitext.wikitext_data() == "ids"
     assert asked == [("shipped", 5), ("shipped", 3)]
+
+
+def test_a_cached_archive_whose_valid_split_is_not_the_shipped_one_is_replaced(fetched, tmp_path):
+    """Its CRCs are fine (a zip made from other text): the shipped checksums still catch it, the
+    warning names the cached file, and the download replaces it."""
+    import io
+    import zipfile
+    z = tmp_path / "cache" / "wikitext-2-v1.zip"
+    z.parent.mkdir(parents=True)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as f:
+        for m in ("train", "valid", "test"):
+            f.writestr(f"wikitext-2/wiki.{m}.tokens", " = B = \n other text \n")
+    z.write_bytes(buf.getvalue())
+    with pytest.warns(UserWarning, match=rf"the cached archive is corrupt \({re.escape(str(z))}: its valid split does "
+                                         r"not match the shipped checksum"):
+        c = wikitext.full_corpus()
+    assert len(fetched) == 1 and z.read_bytes() == _zip() and c.train[:3] == ["=", "A", "="]
