@@ -84,3 +84,27 @@ def test_a_record_without_files_or_settings_is_not_a_record(tmp_path, drop):
     with pytest.raises(ValueError) as e:
         pv._check_record(p, rec)
     assert str(e.value) == f"{p} is not a scansnap provenance record of format 1"
+
+
+def test_the_commit_pause_for_the_fault_tests_sleeps_as_asked(monkeypatch):
+    import time
+    slept = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    monkeypatch.delenv("SCANSNAP_TEST_COMMIT_PAUSE", raising=False)
+    pv._pause()
+    monkeypatch.setenv("SCANSNAP_TEST_COMMIT_PAUSE", "0.25")
+    pv._pause()
+    assert slept == [0.25]
+
+
+def test_someone_elses_live_process_counts_as_alive(monkeypatch):
+    """Its debris is kept: os.kill(pid, 0) refused (PermissionError) means the process exists."""
+    def kill(pid, sig):
+        raise PermissionError(1, "Operation not permitted")
+    monkeypatch.setattr(pv.os, "kill", kill)
+    assert pv._alive(1) is True
+
+    def gone(pid, sig):
+        raise ProcessLookupError(3, "No such process")
+    monkeypatch.setattr(pv.os, "kill", gone)
+    assert pv._alive(999999999) is False

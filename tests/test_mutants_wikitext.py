@@ -175,3 +175,35 @@ def test_a_cached_archive_whose_valid_split_is_not_the_shipped_one_is_replaced(f
                                          r"not match the shipped checksum"):
         c = wikitext.full_corpus()
     assert len(fetched) == 1 and z.read_bytes() == _zip() and c.train[:3] == ["=", "A", "="]
+
+
+# ---- the download itself
+
+def test_a_mirror_base_keeps_its_own_path(monkeypatch):
+    monkeypatch.setenv("SCANSNAP_DOWNLOAD_BASE", "http://mirror.example/X/")
+    assert wikitext.url("full") == "http://mirror.example/X/wikitext-2-v1.zip"
+
+
+def test_the_download_is_asked_with_its_timeout(monkeypatch):
+    import io
+    asked = []
+
+    def urlopen(src, timeout=None):
+        asked.append((src, timeout))
+        return io.BytesIO(b"PK body")
+    monkeypatch.setattr(wikitext.urllib.request, "urlopen", urlopen)
+    assert wikitext._download("http://h/a.zip", 2.5) == b"PK body"
+    assert asked == [("http://h/a.zip", 2.5)]                     # never without one: a hang
+
+
+@pytest.mark.parametrize("reason, why", [(ConnectionRefusedError(111, "Connection refused"), "[Errno 111] Connection refused"),
+                                         ("", "URLError")])
+def test_no_network_is_named_by_its_reason(monkeypatch, reason, why):
+    import urllib.error
+
+    def urlopen(src, timeout=None):
+        raise urllib.error.URLError(reason)
+    monkeypatch.setattr(wikitext.urllib.request, "urlopen", urlopen)
+    with pytest.raises(OSError) as e:
+        wikitext._download("http://h/a.zip", 1.0)
+    assert str(e.value) == f"could not download http://h/a.zip ({why}); the offline text is source='shipped'"
