@@ -163,7 +163,8 @@ def test_debris_of_dead_processes_goes_that_of_live_ones_stays(tmp_path):
     child = subprocess.Popen(["sleep", "60"])
     try:
         _debris_of_dead_processes_goes_that_of_live_ones_stays(tmp_path, child.pid)
-        assert child.poll() is None                     # asked, not signalled
+        with pytest.raises(subprocess.TimeoutExpired):  # asked, not signalled: still running 0.3 s later
+            child.wait(timeout=0.3)
     finally:
         child.kill()
         child.wait()
