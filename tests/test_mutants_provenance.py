@@ -108,3 +108,36 @@ def test_someone_elses_live_process_counts_as_alive(monkeypatch):
         raise ProcessLookupError(3, "No such process")
     monkeypatch.setattr(pv.os, "kill", gone)
     assert pv._alive(999999999) is False
+
+
+class _Killed(BaseException):
+    """Stands for SIGKILL: nothing after it runs, not even an ``except OSError``."""
+
+
+def test_a_commit_killed_after_its_switch_is_finished_from_its_own_journal(tmp_path, monkeypatch):
+    """The journal ``commit`` itself writes (not a hand-made one) carries what ``recover`` needs:
+    killed before its first move, the next reader rolls the new set forward."""
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def commit_set(gen):
+        with pv.staged(out, "fig3") as stage:
+            for f in ("fig3.csv", "fig3.png"):
+                (stage / f).write_text(gen)
+            rec = pv.record("fig3", stage, ["fig3.csv", "fig3.png"], pv.settings_for("fig3"), None, {}, 0.0, argv=[])
+            pv.commit(stage, out, "fig3", rec)
+    commit_set("old")
+
+    def killed():
+        raise _Killed()
+    monkeypatch.setattr(pv, "_pause", killed)                   # called before each move, after the switch
+    monkeypatch.setattr(pv.shutil, "rmtree", lambda *a, **k: None)   # a killed process cleans nothing up
+    with pytest.raises(_Killed):
+        commit_set("new")
+    monkeypatch.undo()
+    assert (out / ".fig3.commit.json").exists() and (out / "fig3.csv").read_text() == "old"
+    assert pv.recover(out) == [f"finished the interrupted commit of fig3 in {out}: its new set is in place"]
+    recs = pv.read_records(out)
+    assert {n: (out / n).read_text() for n in ("fig3.csv", "fig3.png")} == {"fig3.csv": "new", "fig3.png": "new"}
+    assert pv.verify(out / "fig3.csv", recs)["figure"] == "fig3"
+    assert sorted(p.name for p in out.iterdir()) == ["fig3.csv", "fig3.png", "fig3.provenance.json"]
