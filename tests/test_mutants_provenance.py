@@ -141,3 +141,21 @@ def test_a_commit_killed_after_its_switch_is_finished_from_its_own_journal(tmp_p
     assert {n: (out / n).read_text() for n in ("fig3.csv", "fig3.png")} == {"fig3.csv": "new", "fig3.png": "new"}
     assert pv.verify(out / "fig3.csv", recs)["figure"] == "fig3"
     assert sorted(p.name for p in out.iterdir()) == ["fig3.csv", "fig3.png", "fig3.provenance.json"]
+
+
+@pytest.mark.parametrize("unlink_fails", [False, True])
+def test_a_journal_that_cannot_be_written_leaves_no_part_and_reports_its_own_error(tmp_path, monkeypatch, unlink_fails):
+    import errno
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(pv.os, "fsync", full)
+    if unlink_fails:
+        def unlink(p):
+            raise OSError(errno.EROFS, "Read-only file system")
+        monkeypatch.setattr(pv.os, "unlink", unlink)
+    with pytest.raises(OSError) as e:
+        pv._write_journal(tmp_path, {"figure": "fig3"})
+    assert e.value.errno == errno.ENOSPC
+    if not unlink_fails:
+        assert list(tmp_path.iterdir()) == []
