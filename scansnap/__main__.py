@@ -719,7 +719,6 @@ def main(argv=None):
     finally:
         distributed.finish(world)
     return 0
-    return 0
 
 
 def _share(fig, device, steps, seeds, cache, data, grid, world):

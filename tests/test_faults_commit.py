@@ -4,6 +4,7 @@ that of live ones kept; the lock serialises commits."""
 import errno
 import json
 import os
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -157,9 +158,22 @@ def test_the_next_run_finishes_it_and_says_so(tmp_path, monkeypatch, capsys):
 
 
 def test_debris_of_dead_processes_goes_that_of_live_ones_stays(tmp_path):
+    """A live process of our own (not the test runner's parent: asking whether a process lives
+    must not signal it, and a mutant that sent SIGHUP would end the runner)."""
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        _debris_of_dead_processes_goes_that_of_live_ones_stays(tmp_path, child.pid)
+        with pytest.raises(subprocess.TimeoutExpired):  # asked, not signalled: still running 0.3 s later
+            child.wait(timeout=0.3)
+    finally:
+        child.kill()
+        child.wait()
+
+
+def _debris_of_dead_processes_goes_that_of_live_ones_stays(tmp_path, live):
     out = tmp_path / "out"
     out.mkdir()
-    dead, live = 999999999, os.getppid()
+    dead = 999999999
     for name in (f".fig3.staging-{dead}-a", f".fig3.staging-{live}-b", f".fig6.staging-{os.getpid()}-c"):
         (out / name).mkdir()
         (out / name / "fig.csv").write_text("x")

@@ -67,7 +67,7 @@ def test_two_records_claiming_one_file(tmp_path):
     d = _results(tmp_path)
     _edit(d, "fig3", lambda r: dict(r, files=dict(r["files"], **{"fig6.csv": pv.sha256(d / "fig6.csv")})))
     with pytest.raises(ValueError, match=r"fig6\.csv is claimed by two records, fig3\.provenance\.json and "
-                                         r"fig6\.provenance\.json"):
+                                         r"fig6\.provenance\.json: delete the stale one, or regenerate$"):
         ex.read_results(d)
 
 
@@ -152,7 +152,7 @@ def test_an_interrupted_commit_in_a_folder_that_cannot_be_written(tmp_path, monk
     monkeypatch.setattr(pv, "_write_journal", read_only)
     with pytest.raises(ValueError, match=r"results holds an interrupted commit \(\.fig3\.commit\.json\) that "
                                          r"cannot be finished here \(Read-only file system\): run `python -m "
-                                         r"scansnap reproduce` into it once"):
+                                         r"scansnap reproduce` into it once, with write access, to finish it$"):
         ex.read_results(d)
 
 

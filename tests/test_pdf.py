@@ -260,6 +260,8 @@ def _tex_present() -> bool:
 
 @pytest.mark.skipif(not _tex_present() and os.environ.get("SCANSNAP_REQUIRE_TEX") != "1",
                     reason="XeLaTeX and poppler-utils are not installed (`make tex`)")
+@pytest.mark.skipif("MUTANT_UNDER_TEST" in os.environ,
+                    reason="under mutmut: a 10-minute build per mutant; the pieces' tests above run there")
 def test_the_printed_edition_builds_and_passes_its_checks():
     assert _tex_present(), "SCANSNAP_REQUIRE_TEX=1 but XeLaTeX/poppler are missing: run `make tex`"
     build = subprocess.run([sys.executable, str(ROOT / "tools" / "build_pdf.py")], capture_output=True,
