@@ -577,7 +577,7 @@
       if (R) lg.push({ label: "T\u2192\u221e, same init", color: th.ref, dash: [5, 3] });
       if (ghost) lg.push({ label: "default run", color: th.ghost, width: GHOST.width });
       var ax = new Axes(ctx, box, { xlim: [0, Math.max(1, run.values.steps - 1)], ylim: logLim(frame.y), legend: lg,
-        ylog: true, xlabel: "step", ylabel: "training loss" }, th);
+        ylog: true, xlabel: "step s", ylabel: "training loss" }, th);
       ax.frame();
       if (ghost) { var G = ghost.rec.loss.subarray(0, ghost.rec.nLoss); ax.line(range0(G.length), G, { color: th.ghost, width: GHOST.width, alpha: GHOST.alpha }); p.ghostMarks += 1; }
       if (R) ax.line(xs, R, { color: th.ref, dash: [5, 3], width: 1.4 });
@@ -607,7 +607,7 @@
       var lg = [{ label: "mean over the " + run.classes.K + " classes", color: th.c0 }];
       if (R) lg.push({ label: "T\u2192\u221e, same init", color: th.ref, dash: [5, 3] });
       if (ghost) lg.push({ label: "default run", color: th.ghost, width: GHOST.width });
-      var ax = new Axes(ctx, box, { xlim: [0, run.values.steps], ylim: padLim(frame.y), xlabel: "step", legend: lg,
+      var ax = new Axes(ctx, box, { xlim: [0, run.values.steps], ylim: padLim(frame.y), xlabel: "step s", legend: lg,
         ylabel: ["entropy of c_n on distinct tokens", "entropy on distinct tokens", "entropy"] }, th);
       ax.frame();
       if (ghost) { var G = ghost.rec.entropy.subarray(0, ghost.rec.recorded); ax.line(range0(G.length), G, { color: th.ghost, width: GHOST.width, alpha: GHOST.alpha }); p.ghostMarks += 1; }
