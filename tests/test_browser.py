@@ -221,6 +221,10 @@ CHECK_JS = """() => {
   const math = [...document.querySelectorAll('.math')];
   const untypeset = math.filter(m => !m.querySelector('mjx-container')).map(m => m.textContent.slice(0, 80));
   const errors = [...document.querySelectorAll('mjx-merror')].map(m => m.getAttribute('data-mjx-error') || m.textContent);
+  // an undefined macro (e.g. \\lesssimQ) is no merror: MathJax prints its name in red; read it back
+  for (const m of document.querySelectorAll('mjx-container mjx-mtext[style*="red"]'))
+    errors.push('undefined macro ' + [...m.querySelectorAll('mjx-c')].map(
+      c => String.fromCharCode(parseInt((c.className.match(/mjx-c([0-9A-F]+)/) || [])[1] || '3F', 16))).join(''));
   const imgs = [...document.querySelectorAll('img')];
   const broken = imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src.slice(0, 120));
   const main = document.querySelector('main') || document.body;
