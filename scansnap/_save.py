@@ -22,14 +22,15 @@ def write_csv(path, header, rows):
 
 
 def save_set(folder, name: str, tables: dict, settings: dict, device: str, what: str,
-             seconds: float | None = None, what_seconds: str = "") -> list[Path]:
+             seconds: float | None = None, what_seconds: str = "", data=None) -> list[Path]:
     """Write ``tables`` ({file stem: (header, rows)}) as CSVs in ``folder`` together with
     ``<name>.provenance.json``: staged, then moved into place as one set (an interrupt leaves
     the previous set or this one). Returns the paths written.
 
     ``seconds``: how long the result took to make (the training), recorded as the record's
     ``seconds`` (as the command line records a figure's run time), with a note saying what it
-    timed; None (not known: a result made by hand) records null and says so."""
+    timed; None (not known: a result made by hand) records null and says so. ``data``: the
+    record's ``data`` (what the result was made from; None: nothing beyond the settings)."""
     from . import provenance
     if not isinstance(name, str) or not _NAME.match(name) or name.endswith(provenance.SUFFIX):
         raise ValueError(f"name must be a plain file stem (letters, digits, '_', '-', '.'), got {name!r}")
@@ -41,7 +42,7 @@ def save_set(folder, name: str, tables: dict, settings: dict, device: str, what:
             files.append(f"{stem}.csv")
         note = (f"seconds: {what_seconds or 'the time it took to make'} (not the time to save)"
                 if seconds is not None else "seconds: not known (the result does not carry its training time)")
-        rec = provenance.record(name, stage, files, settings, None, provenance.environment(device),
+        rec = provenance.record(name, stage, files, settings, data, provenance.environment(device),
                                 0.0 if seconds is None else seconds, [note], [])
         rec["command"] = f"python: {what}"
         rec["seconds"] = None if seconds is None else round(float(seconds), 3)   # a small run takes < 0.05 s
