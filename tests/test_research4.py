@@ -27,4 +27,5 @@ def test_a_random_start_flips_winners_without_ties_as_the_docs_say():
     zero = train(c, eta_y=1.0, eta_z=1.0, seeds=[0, 1], steps=40)
     assert zero.predict().compare(zero).top_as_predicted.all()
     for doc in (th.predict.__doc__, th.Prediction.compare.__doc__, type(rand).predict.__doc__):
+        doc = " ".join(doc.split())
         assert "not only" in doc and 'init="default"' in doc and "converged" in doc and "close" in doc
