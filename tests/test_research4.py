@@ -3,11 +3,13 @@ trip it came from."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 from scansnap import sequence_classes, train
 
@@ -29,3 +31,32 @@ def test_a_random_start_flips_winners_without_ties_as_the_docs_say():
     for doc in (th.predict.__doc__, th.Prediction.compare.__doc__, type(rand).predict.__doc__):
         doc = " ".join(doc.split())
         assert "not only" in doc and 'init="default"' in doc and "converged" in doc and "close" in doc
+
+
+# ---------------------------------------------------------------------------------------
+# Trip 5: a Python save recorded "python: TrainResult.save('train')", not the script that ran it
+# ---------------------------------------------------------------------------------------
+
+SAVE = textwrap.dedent("""
+    import sys
+    from scansnap import sequence_classes, train
+    train(sequence_classes(K=2, M=20, num_common=2, num_distinct=4), steps=2).save(sys.argv[-1], "t")
+""")
+
+
+def test_a_python_save_records_the_script_and_its_arguments(tmp_path):
+    from scansnap.experiments import read_results
+    script = tmp_path / "my run.py"
+    script.write_text(SAVE)
+    subprocess.run([sys.executable, str(script), "--rate", "2", str(tmp_path / "a")], check=True, timeout=120)
+    rec = json.loads((tmp_path / "a" / "t.provenance.json").read_text())
+    assert rec["argv"] == [str(script), "--rate", "2", str(tmp_path / "a")]
+    assert rec["command"] == (f"python: TrainResult.save('t'), run by `python '{script}' --rate 2 "
+                              f"{tmp_path / 'a'}`")
+    (tmp_path / "a" / "t_loss.csv").write_text("run,step,loss\n")
+    with pytest.raises(ValueError, match=re.escape(f"run by `python '{script}' --rate 2")):
+        read_results(tmp_path / "a", paper=False)          # the way to make it again names the script
+    # no script (python -c): the call alone, and argv as it was
+    subprocess.run([sys.executable, "-c", SAVE, str(tmp_path / "b")], check=True, timeout=120)
+    rec = json.loads((tmp_path / "b" / "t.provenance.json").read_text())
+    assert rec["command"] == "python: TrainResult.save('t')" and rec["argv"] == ["-c", str(tmp_path / "b")]
