@@ -60,3 +60,26 @@ def test_a_python_save_records_the_script_and_its_arguments(tmp_path):
     subprocess.run([sys.executable, "-c", SAVE, str(tmp_path / "b")], check=True, timeout=120)
     rec = json.loads((tmp_path / "b" / "t.provenance.json").read_text())
     assert rec["command"] == "python: TrainResult.save('t')" and rec["argv"] == ["-c", str(tmp_path / "b")]
+
+
+# ---------------------------------------------------------------------------------------
+# Trip 3: which record fields are checked against the files (the README now says)
+# ---------------------------------------------------------------------------------------
+
+def test_the_readme_says_which_fields_are_the_records_word(tmp_path):
+    """A record's batch, steps or device are not checked (the record is not hashed): the README
+    says so, and this test fails, asking for the README to change, once they are."""
+    from pathlib import Path
+
+    from scansnap.experiments import read_results
+    train(sequence_classes(K=2, M=20, num_common=2, num_distinct=4), steps=2).save(tmp_path, "t")
+    p = tmp_path / "t.provenance.json"
+    rec = json.loads(p.read_text())
+    rec["settings"]["batch"] += 1
+    rec["device"] = "an edited device"
+    p.write_text(json.dumps(rec))
+    assert "t" in read_results(tmp_path, paper=False)                  # accepted: the record's word
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    assert "each file's sha256 and the settings a figure's CSV repeats in its columns" in readme
+    assert "(steps, batch, device, versions, date, seconds, and a saved result's settings) are the record's word" \
+        in readme
