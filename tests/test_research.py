@@ -493,7 +493,7 @@ def test_a_saved_result_records_its_training_time_and_diverged_as_bool(run, tmp_
     assert back["t"]["diverged"].dtype == bool and not back["t"]["diverged"].any()
     with open(tmp_path / "t_classes.csv", "a") as fh:                  # trip 8 for a saved result
         fh.write("0,1,1,0,0,0,0,0,0\n")
-    with pytest.raises(ValueError, match=r"re-run the code that saved it \(TrainResult.save\('t'\)\)"):
+    with pytest.raises(ValueError, match=r"re-run the code that saved it \(TrainResult.save\('t'\), run by `python "):
         read_results(tmp_path, paper=False)
 
 
