@@ -38,13 +38,14 @@ The embedding transformer on the shipped WikiText-2, and on your own text (``hel
     print(lm, lm.attention_entropy(0), lm.attention_entropy(20))   # nats: the maps sharpen
 
     # your own text: a vocabulary from its words, its ids, a run, its record (help(scansnap.lm))
-    from scansnap.lm import train_lm
+    from scansnap.lm import replay, train_lm
     from scansnap.wikitext import Vocab
     words = ("the cat sat on the mat . the dog sat on the log . " * 40 + "a zebra").split()   # your text, as words
     vocab = Vocab.build(words, min_freq=2)      # words seen once ('a', 'zebra') become '<unk>'
     ids = vocab.encode(words)                   # (482,) int64 token ids
     own = train_lm(ids, len(vocab), steps=20, d=32, d_hidden=32, batch=4, bptt=8, probe=ids[:8], snapshot_steps=[20])
-    own.save("my-lm")                           # the record: every setting, and the ids' and probe's sha256 and length
+    own.save("my-lm", vocab=vocab)              # the record: train_lm's settings; the ids', probe's, vocabulary's sha256
+    again = replay("my-lm", ids, probe=ids[:8]) # the ids checked against the record, then re-run: the same loss
 
 The models are torch modules, importable from here and documented in ``help(scansnap.model)``:
 ``scansnap.YZModel`` (the Y/Z model, batched over runs) and ``scansnap.EmbeddingTransformer``

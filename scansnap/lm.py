@@ -10,13 +10,22 @@ Quick start (50 steps, about 10 s on a 2-core CPU)::
 Your own text: a vocabulary from its words (``scansnap.wikitext.Vocab``), its ids, a run, its
 record (a few seconds)::
 
-    from scansnap.lm import train_lm
+    from scansnap.lm import replay, train_lm
     from scansnap.wikitext import Vocab
     words = ("the cat sat on the mat . the dog sat on the log . " * 40 + "a zebra").split()   # your text, as words
     vocab = Vocab.build(words, min_freq=2)      # words seen once ('a', 'zebra') become '<unk>'
     ids = vocab.encode(words)                   # (482,) int64 token ids
     own = train_lm(ids, len(vocab), steps=20, d=32, d_hidden=32, batch=4, bptt=8, probe=ids[:8], snapshot_steps=[20])
-    own.save("my-lm")                           # the record: every setting, and the ids' and probe's sha256 and length
+    own.save("my-lm", vocab=vocab)              # the record: train_lm's settings; the ids', probe's, vocabulary's sha256
+    again = replay("my-lm", ids, probe=ids[:8]) # the ids checked against the record, then re-run: the same loss
+
+The record's ``settings`` are :func:`train_lm`'s keyword arguments, exactly (``dtype`` by its
+name): ``train_lm(ids, record["data"]["vocab_size"], probe=..., **record["settings"])`` re-runs
+the run. Its ``data`` identifies what is not a setting: ``vocab_size``, the ``train_ids`` and
+``probe`` as ``{"sha256", "length"}`` (:func:`ids_digest`) and, where ``save`` was given it, the
+vocabulary (``Vocab.describe()``: size, the words' sha256, and for ``Vocab.build`` its
+``min_freq`` and the sha256 of the words it counted). :func:`replay` checks the ids (and the
+vocabulary, if you pass it) against the record before it re-runs, and refuses others.
 
 ``train_lm`` trains one model, PyTorch-tutorial style (plain SGD at one learning rate,
 gradient clipping, dropout). ``train_lms`` trains R such models with their own rates and
@@ -37,10 +46,12 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import json
 import math
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -79,9 +90,11 @@ class LMResult:
     - ``config``: every setting of :func:`train_lm` that decides the numbers (layers, heads, d,
       d_hidden, dropout, positional, lr, steps, batch, bptt, clip, seed, dtype as its name,
       e.g. ``"float32"``, optimizer ``"sgd"``), ``vocab_size``, and ``train_ids`` and ``probe``
-      as ``{"sha256", "length"}`` (:func:`ids_digest`; ``probe`` None without one): what
-      :meth:`save` records, so that a run on your own text can be matched to its text and
-      re-run (``train_lm(ids, c["vocab_size"], dtype=getattr(torch, c["dtype"]), ...)``).
+      as ``{"sha256", "length"}`` (:func:`ids_digest`; ``probe`` None without one). :meth:`save`
+      records them as the record's ``settings`` (:attr:`settings`) and ``data``.
+    - :attr:`settings`: :func:`train_lm`'s keyword arguments that re-run this run, exactly
+      (``train_lm(ids, vocab_size, probe=probe, **res.settings)``; :func:`replay` does it from a
+      saved record).
     - ``seconds``: the wall time :func:`train_lm` took (what :meth:`save` records), or None.
 
     Methods: :meth:`attention` one map as a (T, T) array; :meth:`attention_entropy` its mean
@@ -103,6 +116,15 @@ class LMResult:
         return (f"LMResult: {c.get('layers', '?')}-layer, {heads} head{'s' * (heads != 1)}, lr {c.get('lr', float('nan')):g}, "
                 f"seed {c.get('seed', '?')}, {len(self.loss)} steps; loss {self.loss[0]:.4g} -> {self.loss[-1]:.4g}\n"
                 f"  loss {tuple(self.loss.shape)}; snapshots (maps) at steps {sorted(self.snapshots)}{shape}")
+
+    @property
+    def settings(self) -> dict:
+        """{keyword: value}: the keyword arguments of :func:`train_lm` that re-run this run
+        (``layers`` ... ``seed``, ``dtype`` by name, ``snapshot_steps``), all but the data
+        (``probe``) and where it runs (``device``, ``progress``, ``stop``): what :meth:`save`
+        records as the record's ``settings``."""
+        c = self.config
+        return dict({k: c[k] for k in _SETTINGS}, snapshot_steps=sorted(self.snapshots))
 
     def attention(self, step, layer: int = 0, head: int = 0) -> np.ndarray:
         """(T, T): the attention map of ``layer`` (0 = the lowest), ``head``, on the probe after
@@ -149,14 +171,28 @@ class LMResult:
             df = df.loc[sorted(self.snapshots)].drop(columns="loss").reset_index(drop=True)
         return df
 
-    def save(self, folder, name: str = "lm") -> list:
+    def save(self, folder, name: str = "lm", vocab=None) -> list:
         """Write this run as a result set in ``folder``, atomically, with its provenance record (as
         ``python -m scansnap reproduce`` writes a figure's): ``<name>_loss.csv`` (step, loss),
         ``<name>_attention.csv`` (step, layer, head, query, key, attention: every map's lower
-        triangle) and ``<name>.provenance.json`` (its ``settings``: :attr:`config` and the
-        snapshot steps; device, versions and date beside them). Read back with
+        triangle) and ``<name>.provenance.json``: its ``settings`` (:attr:`settings`, train_lm's
+        keyword arguments), its ``data`` (``vocab_size``; ``train_ids`` and ``probe`` as
+        ``{"sha256", "length"}``; ``vocab``: ``vocab.describe()``, or None when no ``vocab``, a
+        :class:`scansnap.wikitext.Vocab`, is given); device, versions and date beside them.
+        Re-run it with :func:`replay`; read it back with
         ``scansnap.experiments.read_results(folder, paper=False)``. Returns the paths written."""
         from ._save import save_set
+        from .wikitext import Vocab
+        c = self.config
+        if vocab is not None:
+            if not isinstance(vocab, Vocab):
+                raise ValueError(f"vocab must be the scansnap.wikitext.Vocab the ids were encoded with, "
+                                 f"got {type(vocab).__name__}")
+            if len(vocab) != c["vocab_size"]:
+                raise ValueError(f"vocab has {len(vocab)} words but this run was trained with vocab_size "
+                                 f"{c['vocab_size']}: not the vocabulary of this run")
+        data = {"vocab_size": c["vocab_size"], "train_ids": c["train_ids"], "probe": c["probe"],
+                "vocab": None if vocab is None else vocab.describe()}
         loss = [(s, f"{l:.10g}") for s, l in enumerate(self.loss)]
         att = []
         for s in sorted(self.snapshots):
@@ -167,8 +203,14 @@ class LMResult:
         dev = str(next(self.model.parameters()).device) if self.model is not None else "cpu"
         return save_set(folder, name, {f"{name}_loss": (["step", "loss"], loss),
                                        f"{name}_attention": (["step", "layer", "head", "query", "key", "attention"], att)},
-                        dict(self.config, snapshots=sorted(self.snapshots)), dev, f"LMResult.save({name!r})",
-                        seconds=self.seconds, what_seconds="train_lm's wall time")
+                        self.settings, dev, f"LMResult.save({name!r})",
+                        seconds=self.seconds, what_seconds="train_lm's wall time", data=data)
+
+
+# train_lm's keyword arguments that decide a run's numbers, in the order of its signature
+# (with snapshot_steps: LMResult.settings); the others are the data and where it runs.
+_SETTINGS = ("layers", "heads", "d", "d_hidden", "dropout", "positional", "lr", "steps", "batch", "bptt", "clip",
+             "seed", "dtype")
 
 
 def ids_digest(ids) -> dict:
@@ -228,6 +270,15 @@ def _diverged(what, step, loss):
                               f"lower the learning rate")
 
 
+def _dtype(dtype) -> torch.dtype:
+    """A floating torch dtype, given as one or by its name (``"float64"``: as a record stores it)."""
+    got = getattr(torch, dtype, None) if isinstance(dtype, str) else dtype
+    if not isinstance(got, torch.dtype) or not got.is_floating_point:
+        raise ValueError(f"dtype must be a floating torch dtype or its name (torch.float32 or 'float32', "
+                         f"'float64', ...), got {dtype!r}")
+    return got
+
+
 def _rate(lr, dtype):
     """A positive learning rate that the weights' dtype holds (torch's SGD multiplies in it)."""
     lr = positive("lr", lr)
@@ -253,7 +304,7 @@ def train_lm(train_ids: torch.Tensor, vocab_size: int, *, layers: int = 1, heads
     """Plain SGD (one learning rate, as the paper) on next-token prediction, PyTorch-tutorial style.
 
     ``train_ids``: a 1-D tensor of token ids (e.g. from :func:`wikitext_data`), ``vocab_size``
-    the number of ids. Returns an :class:`LMResult`. **Time**: the defaults (1 layer, d = 200,
+    the number of ids; ``dtype``: a torch dtype or its name (``"float64"``). Returns an :class:`LMResult`. **Time**: the defaults (1 layer, d = 200,
     batch 20 x bptt 35, the shipped text's 10k-word vocabulary) take 0.2-0.4 s a step on a 2-core
     CPU (0.17 s measured on a quiet one), so the default 1,500 steps take 5-10 minutes (a GPU:
     seconds); ``steps=50`` is a quick look (about 10 s).
@@ -274,6 +325,7 @@ def train_lm(train_ids: torch.Tensor, vocab_size: int, *, layers: int = 1, heads
     """
     steps, batch, bptt, clip, vocab_size, snaps = _check(train_ids, vocab_size, steps, batch, bptt, clip,
                                                          probe, snapshot_steps)
+    dtype = _dtype(dtype)
     lr = _rate(lr, dtype)
     seed = _seed("seed", seed)
     dev = resolve_device(device)
@@ -484,6 +536,7 @@ def train_lms(train_ids: torch.Tensor, vocab_size: int, lrs, seeds, *, layers: i
     steps, batch, bptt, clip, vocab_size, snaps = _check(train_ids, vocab_size, steps, batch, bptt, clip,
                                                          probe, snapshot_steps)
     lrs, seeds = _runs(lrs, seeds)
+    dtype = _dtype(dtype)
     for lr in lrs:
         _rate(lr, dtype)
     dev = resolve_device(device)
@@ -540,3 +593,86 @@ def train_lms(train_ids: torch.Tensor, vocab_size: int, lrs, seeds, *, layers: i
                   positional=positional, lr=None, steps=steps, batch=batch, bptt=bptt, clip=clip, seed=None,
                   dtype=dtype)
     return [LMResult(losses[r], out[r], models[r], dict(cfg, lr=lrs[r], seed=seeds[r])) for r in range(R)]
+
+
+# ---------------------------------------------------------------------------------------
+# A saved run, re-run from its record
+# ---------------------------------------------------------------------------------------
+
+def _load_record(record_or_folder, name):
+    """(record, where): a record dict as given, or read from a ``*.provenance.json`` file or from
+    the folder that holds it (``name``: which run; None: the folder's only LMResult record)."""
+    if isinstance(record_or_folder, dict):
+        return record_or_folder, "the record"
+    from . import provenance
+    p = Path(str(record_or_folder))
+    if p.is_dir():
+        if name is not None:
+            p = p / f"{name}{provenance.SUFFIX}"
+        else:
+            found = []
+            for q in sorted(p.glob("*" + provenance.SUFFIX)):
+                try:
+                    if "train_ids" in (json.loads(q.read_text()).get("data") or {}):
+                        found.append(q)
+                except (OSError, ValueError, AttributeError):
+                    continue
+            if len(found) != 1:
+                raise ValueError(f"{p} holds {len(found)} LMResult records"
+                                 f"{' (' + ', '.join(q.name for q in found) + ')' if found else ''}: "
+                                 f"name one (replay(folder, ids, name=...) or the record's path)")
+            p = found[0]
+    try:
+        rec = json.loads(p.read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{p} is not a readable provenance record ({e})") from None
+    if not isinstance(rec, dict):
+        raise ValueError(f"{p} is not a provenance record (a JSON {type(rec).__name__}, not an object)")
+    return rec, str(p)
+
+
+def _same(what, got, want, where):
+    if got != want:
+        raise ValueError(f"{what} are not the ones {where} was trained on: given sha256 {got['sha256']}, "
+                         f"length {got['length']}; the record's sha256 {want['sha256']}, length {want['length']}")
+
+
+def replay(record_or_folder, train_ids, probe=None, *, name: str | None = None, vocab=None, device=None,
+           progress=None) -> LMResult:
+    """Re-run a saved :class:`LMResult` from its record: the LMResult that :func:`train_lm`
+    returns with the recorded settings on ``train_ids`` (and ``probe``).
+
+    ``record_or_folder``: the record (a dict), its ``<name>.provenance.json``, or the folder that
+    :meth:`LMResult.save` wrote (``name`` picks the run when it holds several). The ids are
+    checked first: ``train_ids`` and ``probe`` must have the sha256 and length that the record's
+    ``data`` lists (a ValueError naming both otherwise; the probe is needed exactly when the run
+    had one); ``vocab`` (optional, a :class:`scansnap.wikitext.Vocab`) must be the recorded one
+    (size and words' sha256), so a rebuilt vocabulary can be checked (``Vocab.build`` with the
+    recorded ``min_freq`` on the recorded text). The loss is the same bit for bit on the same
+    machine, device and number of torch threads (see the module's notes).
+    """
+    rec, where = _load_record(record_or_folder, name)
+    settings, data = rec.get("settings"), rec.get("data")
+    want = set(_SETTINGS) | {"snapshot_steps"}
+    if not isinstance(settings, dict) or not isinstance(data, dict) or set(settings) != want \
+            or not {"vocab_size", "train_ids", "probe"} <= set(data):
+        keys = sorted(settings) if isinstance(settings, dict) else settings
+        raise ValueError(f"{where} is not a record of LMResult.save that can be replayed: its settings are {keys} "
+                         f"(train_lm's keyword arguments {sorted(want)} expected) and its data {data!r} (vocab_size, "
+                         "train_ids and probe expected): an older scansnap's record (settings with 'optimizer' and "
+                         "'train_ids') cannot be replayed; re-run it and save it again")
+    _same("train_ids", ids_digest(train_ids), data["train_ids"], where)
+    if (probe is None) != (data["probe"] is None):
+        raise ValueError(f"{where} records a run {'without' if data['probe'] is None else 'with'} a probe "
+                         + ("(no snapshots): pass probe=None" if data["probe"] is None else
+                            f"(sha256 {data['probe']['sha256']}, length {data['probe']['length']}): pass it as probe=..."))
+    if probe is not None:
+        _same("the probe's ids", ids_digest(probe), data["probe"], where)
+    if vocab is not None:
+        got = vocab.describe()
+        rv = data.get("vocab")
+        if len(vocab) != data["vocab_size"] or (rv is not None and got["sha256"] != rv["sha256"]):
+            raise ValueError(f"vocab is not the vocabulary {where} was trained with: given {got['size']} words "
+                             f"(sha256 {got['sha256']}); the record's {data['vocab_size']} words"
+                             + (f" (sha256 {rv['sha256']}, min_freq {rv['min_freq']})" if rv else ""))
+    return train_lm(train_ids, data["vocab_size"], probe=probe, device=device, progress=progress, **settings)

@@ -816,6 +816,8 @@ class Prediction:
       f_nl(0) > f_nl'(0), so from Z = 0 the order is that of P(l|n). Tokens of equal P(l|n)
       are tied: the theory does not order them (listed by token id). ``ties[n]``: whether
       class n has any tie; ``winners[n]``: the tokens tied for first (one token, or several).
+      A prediction, not a guarantee about a run (see :meth:`compare`): a run's top token can
+      differ from ``winners[n]`` without any tie.
     - ``attention``: (R, K, M) c_n (Eq. 5) after ``steps`` steps of the noiseless dynamics
       (:func:`population_sgd`: T -> infinity, infinite batch, the same optimiser).
     - ``loss``: (R, steps) that dynamics' expected loss before each step (``loss[:, 0]`` = ln M).
@@ -918,6 +920,17 @@ class Prediction:
         orders nothing: fewer than two distinct tokens, or all tied); the observed and predicted
         distinct-token entropy and common-token mass.
 
+        When a run's top token is not among the predicted winners (``top_as_predicted`` False),
+        that is not only at exact ties: Theorem 3 orders the tokens by P(l|n) from Z = 0 in the
+        noiseless dynamics, and a run can disagree with it (1) before it has converged: early on
+        the gaps between the distinct tokens' attention are small and the batch noise can order
+        them otherwise (compare again at a later step); (2) from a
+        random start (``init="default"``): the initial Z already orders the tokens, and the
+        theory's start, Z = 0, does not hold; (3) when the probabilities of the leading tokens
+        are close (not equal): their predicted gains differ little, so the sampled batches decide
+        as much as P(l|n) does. Read ``rank_correlation`` and the entropies beside it, and judge a
+        disagreement by the gap in P(l|n) between the tokens (``classes.probs``).
+
         Classes outside the theory's layout (``layout``) are compared too, with a
         ClassLayoutWarning."""
         import pandas as pd
@@ -1009,7 +1022,10 @@ def predict(classes: SequenceClasses, eta_y=1.0, eta_z=1.0, steps: int = 100, mo
 
     - when the scan's first stage ends: Theorem 4's t_0 in the theory's time *and* in this
       optimiser's steps (``momentum``: 0.9 is ``train()``'s default, 0 plain SGD);
-    - which distinct token of each class wins (Theorem 3's ranking, by P(l|n) from Z = 0);
+    - which distinct token of each class wins (Theorem 3's ranking, by P(l|n) from Z = 0). A
+      run can differ from it not only where P(l|n) ties: before it has converged, from a random
+      start (``train(..., init="default")``), or where the leading probabilities are close, the
+      batch noise or the initial Z can order the tokens otherwise (:meth:`Prediction.compare`);
     - the noiseless attention c_n after ``steps`` steps (:func:`population_sgd`, the trainer's
       optimiser on the T -> infinity, infinite-batch gradient), and at ``snapshot_steps``.
 

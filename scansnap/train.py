@@ -246,7 +246,9 @@ class TrainResult:
         """The theory's prediction for these runs (their rates, steps and momentum):
         :func:`scansnap.theory.predict`; ``.compare(result)`` sets the two side by side. The
         prediction starts from Y = Z = 0 (``init="zero"``); runs made with ``init="default"``
-        start within 1/sqrt(M) of it, and their Theorem 3 ranking can differ where P(l|n) ties."""
+        start within 1/sqrt(M) of it. A run's top tokens can differ from the predicted winners not
+        only where P(l|n) ties: also from such a random start, before the run has converged, or
+        where the leading probabilities are close (:meth:`scansnap.theory.Prediction.compare`)."""
         from .theory import predict
         cfg = self.config
         if cfg.get("optimizer") != "sgd" or cfg.get("residual") or not cfg.get("normalize", True):

@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import http.client
 import io
+import json
 import os
 import re
 import tempfile
@@ -93,6 +94,11 @@ class Corpus:
         return Vocab.build(self.train + self.valid + (self.test or []))
 
 
+def _words_sha256(words) -> str:
+    """The sha256 of a list of words: of the UTF-8 of its JSON (``json.dumps(list(words))``)."""
+    return hashlib.sha256(json.dumps(list(words)).encode("utf-8")).hexdigest()
+
+
 class Vocab:
     """Words <-> token ids: ``itos[i]`` the word of id i, ``stoi[w]`` the id of word w.
 
@@ -103,6 +109,17 @@ class Vocab:
     def __init__(self, itos: list[str]):
         self.itos = list(itos)
         self.stoi = {w: i for i, w in enumerate(self.itos)}
+        self.min_freq = None        # set by build: how the words were chosen
+        self.text = None            # set by build: {"sha256", "length"} of the words it counted
+
+    def describe(self) -> dict:
+        """What a saved language-model run records of its vocabulary
+        (``LMResult.save(..., vocab=...)``), so a rebuilt one can be checked against it:
+        ``size``; ``sha256``, of the words in id order (the UTF-8 of ``json.dumps(itos)``);
+        and, for a vocabulary from :meth:`build`, its ``min_freq`` and ``text`` (the
+        ``{"sha256", "length"}`` of the word list it counted, hashed the same way), else None."""
+        return {"size": len(self.itos), "sha256": _words_sha256(self.itos), "min_freq": self.min_freq,
+                "text": self.text}
 
     @classmethod
     def build(cls, tokens, min_freq: int = 1):
@@ -111,11 +128,15 @@ class Vocab:
         ``<unk>`` stands for them (appended last, unless it is one of the words kept), so
         :meth:`encode` of the same text works."""
         min_freq = positive_int("min_freq", min_freq)
+        tokens = list(tokens)
         counts = Counter(tokens)
         itos = [w for w, c in counts.most_common() if c >= min_freq]
         if len(itos) < len(counts) and "<unk>" not in itos:
             itos.append("<unk>")
-        return cls(itos)
+        vocab = cls(itos)
+        vocab.min_freq = min_freq
+        vocab.text = {"sha256": _words_sha256(tokens), "length": len(tokens)}
+        return vocab
 
     def __len__(self):
         return len(self.itos)

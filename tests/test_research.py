@@ -2,6 +2,7 @@
 optimiser's clock, per-class metrics, results read back, grids from the command line, docs."""
 import json
 import pydoc
+import shlex
 import subprocess
 import sys
 import warnings
@@ -90,7 +91,8 @@ def test_save_writes_an_atomic_set_that_reads_back(run, tmp_path):
     sel = (att["run"] == 1) & (att["step"] == 20) & (att["class"] == 0)
     np.testing.assert_allclose(att["c"][sel], run.attention(20)[1, 0, syn_small().support(0)], rtol=1e-9)
     rec = json.loads((tmp_path / "out" / "mine.provenance.json").read_text())
-    assert rec["command"] == "python: TrainResult.save('mine')"
+    assert rec["command"] == "python: TrainResult.save('mine'), run by `" + shlex.join(["python", *sys.argv]) + "`"
+    assert rec["argv"] == sys.argv
     assert rec["settings"]["eta_y"] == [1.0, 10.0, 1.0] and rec["settings"]["classes"]["M"] == 34
     with pytest.raises(ValueError, match="not one of the paper's figures .* paper=False"):
         read_results(tmp_path / "out")
@@ -493,7 +495,7 @@ def test_a_saved_result_records_its_training_time_and_diverged_as_bool(run, tmp_
     assert back["t"]["diverged"].dtype == bool and not back["t"]["diverged"].any()
     with open(tmp_path / "t_classes.csv", "a") as fh:                  # trip 8 for a saved result
         fh.write("0,1,1,0,0,0,0,0,0\n")
-    with pytest.raises(ValueError, match=r"re-run the code that saved it \(TrainResult.save\('t'\)\)"):
+    with pytest.raises(ValueError, match=r"re-run the code that saved it \(TrainResult.save\('t'\), run by `python "):
         read_results(tmp_path, paper=False)
 
 

@@ -151,7 +151,9 @@ def _digest(ids):
 
 
 def test_an_own_text_runs_record_holds_what_re_runs_it(tmp_path):
-    from scansnap.lm import train_lm
+    import inspect
+
+    from scansnap.lm import replay, train_lm
     words = TEXT.split()
     vocab = Vocab.build(words, min_freq=2)
     ids = vocab.encode(words)
@@ -159,25 +161,68 @@ def test_an_own_text_runs_record_holds_what_re_runs_it(tmp_path):
     kw = dict(layers=1, heads=2, d=16, d_hidden=24, dropout=0.1, positional=None, lr=0.5, steps=4, batch=4,
               bptt=6, clip=0.7, seed=3, dtype=torch.float64)
     res = train_lm(ids, len(vocab), probe=probe, snapshot_steps=[0, 4], progress=False, **kw)
-    res.save(tmp_path / "a", "own")
-    s = json.loads((tmp_path / "a" / "own.provenance.json").read_text())["settings"]
-    assert {k: s[k] for k in kw} == dict(kw, dtype="float64")
-    assert s["vocab_size"] == len(vocab) and s["optimizer"] == "sgd" and s["snapshots"] == [0, 4]
-    assert s["train_ids"] == {"sha256": _digest(ids), "length": len(ids)}
-    assert s["probe"] == {"sha256": _digest(probe), "length": 9}
+    res.save(tmp_path / "a", "own", vocab=vocab)
+    rec = json.loads((tmp_path / "a" / "own.provenance.json").read_text())
+    s, data = rec["settings"], rec["data"]
+    # the settings are train_lm's keyword arguments, exactly: all but the data and where it runs
+    kwonly = {n for n, p in inspect.signature(train_lm).parameters.items() if p.kind is p.KEYWORD_ONLY}
+    assert set(s) == kwonly - {"probe", "device", "progress", "stop"}
+    assert s == dict(kw, dtype="float64", snapshot_steps=[0, 4])
+    assert data["vocab_size"] == len(vocab)
+    assert data["train_ids"] == {"sha256": _digest(ids), "length": len(ids)}
+    assert data["probe"] == {"sha256": _digest(probe), "length": 9}
+    assert data["vocab"] == {"size": len(vocab), "min_freq": 2,
+                             "sha256": hashlib.sha256(json.dumps(vocab.itos).encode()).hexdigest(),
+                             "text": {"sha256": hashlib.sha256(json.dumps(words).encode()).hexdigest(),
+                                      "length": len(words)}}
     # the trip: runs with d = 16 and d = 32 had identical settings
     wide = train_lm(ids, len(vocab), probe=probe, snapshot_steps=[4], progress=False, **dict(kw, d=32))
     wide.save(tmp_path / "b", "own")
-    s2 = json.loads((tmp_path / "b" / "own.provenance.json").read_text())["settings"]
-    assert {k for k in s if s[k] != s2.get(k)} == {"d", "snapshots"}
-    # re-run from the record alone (the ids checked against it first): the same numbers, bit for bit
-    assert _digest(ids) == s["train_ids"]["sha256"]
-    args = {k: s[k] for k in ("layers", "heads", "d", "d_hidden", "dropout", "positional", "lr", "steps", "batch",
-                              "bptt", "clip", "seed")}
-    again = train_lm(ids, s["vocab_size"], probe=probe, snapshot_steps=s["snapshots"], dtype=getattr(torch, s["dtype"]),
-                     progress=False, **args)
+    rec2 = json.loads((tmp_path / "b" / "own.provenance.json").read_text())
+    assert {k for k in s if s[k] != rec2["settings"].get(k)} == {"d", "snapshot_steps"}
+    assert rec2["data"]["vocab"] is None and rec2["data"]["train_ids"] == data["train_ids"]
+    # re-run from the record alone, by hand and by replay: the same numbers, bit for bit
+    again = train_lm(ids, data["vocab_size"], probe=probe, progress=False, **s)
     np.testing.assert_array_equal(again.loss, res.loss)
     np.testing.assert_array_equal(again.attention(4), res.attention(4))
+    rebuilt = Vocab.build(words, min_freq=data["vocab"]["min_freq"])
+    for source in (tmp_path / "a", tmp_path / "a" / "own.provenance.json", rec):
+        back = replay(source, rebuilt.encode(words), probe=probe, vocab=rebuilt, progress=False)
+        np.testing.assert_array_equal(back.loss, res.loss)
+        np.testing.assert_array_equal(back.attention(0), res.attention(0))
+        np.testing.assert_array_equal(back.attention(4), res.attention(4))
+        assert back.settings == s
+    # other ids, another probe, another vocabulary, a missing probe: refused, naming both
+    other = ids.clone()
+    other[5] = (other[5] + 1) % len(vocab)
+    with pytest.raises(ValueError, match=rf"train_ids are not the ones .* given sha256 {_digest(other)}, length "
+                                         rf"{len(ids)}; the record's sha256 {_digest(ids)}, length {len(ids)}"):
+        replay(tmp_path / "a", other, probe=probe)
+    with pytest.raises(ValueError, match=rf"train_ids .* length {len(ids) - 1}; .* length {len(ids)}"):
+        replay(tmp_path / "a", ids[:-1], probe=probe)
+    with pytest.raises(ValueError, match=rf"the probe's ids .* length 8; the record's sha256 {_digest(probe)}"):
+        replay(tmp_path / "a", ids, probe=ids[:8])
+    with pytest.raises(ValueError, match=r"with a probe \(sha256 [0-9a-f]{64}, length 9\): pass it"):
+        replay(tmp_path / "a", ids)
+    once = Vocab.build(words, min_freq=1)          # the same size: 'zebra' in place of '<unk>'
+    assert len(once) == len(vocab)
+    with pytest.raises(ValueError, match=rf"vocab is not the vocabulary .* given {len(once)} words \(sha256 "
+                                         rf"{once.describe()['sha256']}\); the record's {len(vocab)} words \(sha256 "
+                                         rf"{vocab.describe()['sha256']}, min_freq 2\)"):
+        replay(tmp_path / "a", ids, probe=probe, vocab=once)
+    with pytest.raises(ValueError, match=rf"vocab has {len(vocab) + 1} words but this run was trained with "
+                                         rf"vocab_size {len(vocab)}"):
+        res.save(tmp_path / "c", "own", vocab=Vocab(vocab.itos + ["yak"]))
+    both = tmp_path / "b"
+    wide.save(both, "other")
+    with pytest.raises(ValueError, match=r"holds 2 LMResult records \(other.provenance.json, own.provenance.json\)"):
+        replay(both, ids, probe=probe)
+    assert replay(both, ids, probe=probe, name="own", progress=False).loss.tolist() == wide.loss.tolist()
+    old = dict(rec, settings=dict(res.config, snapshots=[0, 4]), data=None)     # an older scansnap's record
+    with pytest.raises(ValueError, match=r"not a record of LMResult.save that can be replayed: .*'optimizer'"):
+        replay(old, ids, probe=probe)
+    with pytest.raises(ValueError, match=r"dtype must be a floating torch dtype or its name .* got 'float63'"):
+        train_lm(ids, len(vocab), probe=probe, **dict(s, dtype="float63"))
 
 
 def test_train_lms_records_the_same_settings_as_train_lm():
@@ -224,6 +269,7 @@ def test_the_own_text_example_of_help_lm_runs_and_is_in_the_readme(tmp_path, mon
     scope: dict = {}
     exec(own[0], scope)
     assert isinstance(scope["own"], lm.LMResult) and (tmp_path / "my-lm" / "lm.provenance.json").is_file()
+    assert scope["again"].loss.tolist() == scope["own"].loss.tolist()          # replayed from its record, bit for bit
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert own[0].strip() in readme
 
