@@ -227,7 +227,7 @@ def _refuse_diverged(sweep) -> None:
                            f"seed {res.seed[r]}")
     if bad:
         raise FloatingPointError(f"{len(bad)} run(s) of the sweep diverged ({'; '.join(bad[:3])}"
-                                 f"{'; ...' if len(bad) > 3 else ''}): lower the rates; nothing written for them")
+                                 f"{'; ...' if len(bad) > 3 else ''}): lower the rates")
 
 
 def reproduce_fig6(out: Path, device: str, steps: int, seeds, cache, grid=None, world=None, **_):
