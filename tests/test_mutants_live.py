@@ -74,3 +74,35 @@ def test_save_writes_a_page_of_one_panel_with_its_default_title(a_panel, tmp_pat
     assert doc.count("<title>scansnap live panels</title><style>") == 1
     assert doc.count('<h1>scansnap live panels</h1>\n<div class="yzlive-panel">') == 1     # no intro by default
     assert a_panel.save(tmp_path / "t.html", "Mine").read_text(encoding="utf-8").count("<title>Mine</title>") == 1
+
+
+def test_a_panel_without_a_figure_has_an_empty_fallback_before_its_note():
+    p = live.panel("cn", note="Move the slider.")
+    assert '<div class="yzlive-fallback"><p>Move the slider.</p></div>' in p.html()
+
+
+def test_the_fallback_figure_is_the_pngs_bytes_in_a_box_that_keeps_its_text_legible():
+    import base64
+    import math
+
+    from matplotlib.figure import Figure
+
+    from scansnap.plots import legible_width, read_png_meta
+    f = Figure(figsize=(3, 2))
+    f.subplots().plot([0, 1], [1, 0])
+    p = live.panel("cn", static=f, alt="a line")
+    legible = legible_width(read_png_meta(p.png))
+    assert legible and legible < 300                  # the PNG carries its smallest text size
+    img = f'<img src="data:image/png;base64,{base64.b64encode(p.png).decode()}" alt="a line">'
+    assert (f'<div class="yzlive-fallback"><div class="yz-figbox" style="--fig-legible: {math.ceil(legible)}px">'
+            f"{img}</div><p>") in p.html()
+
+
+def test_the_config_cannot_close_its_script_element():
+    """A question with "</script>" in it must not end the JSON's <script> early: "</" becomes "<\\/"
+    (the same string to JSON)."""
+    import json
+    p = live.panel("cn", question="why </script> here?")
+    doc = p.html()
+    cfg = doc.split('class="yzlive-config">')[1].split("</script>")[0]
+    assert "</" not in cfg and json.loads(cfg)["question"] == "why </script> here?"

@@ -66,3 +66,43 @@ def test_eq_132_needs_t_strictly_past_K_over_M_eta_y():
     with pytest.raises(ValueError, match=r"^time t must exceed K/\(M eta_Y\) = 1 for Eq. 132"):
         th.B_n_late(1.0, M, K, ey, 1.0, 1.0)
     assert np.isfinite(th.B_n_late(np.nextafter(1.0, 2.0), M, K, ey, 1.0, 1.0))
+
+
+def test_inputs_with_overlap_names_its_arguments_and_fits_K_plus_1_directions():
+    rng = np.random.default_rng(0)
+    for args, message in [((1, 1, 0.3), r"^M must be an integer >= 2, got 1$"),
+                          ((5, 0, 0.3), r"^K must be an integer >= 1, got 0$"),
+                          ((3, 3, 0.3), r"^K \+ 1 = 4 orthonormal directions do not fit in M = 3 dimensions$"),
+                          ((5, 2, 1.5), r"^rho must be")]:
+        with pytest.raises(ValueError, match=message):
+            th.inputs_with_overlap(*args, rng)
+    for M, K in [(2, 1), (4, 3)]:                    # K + 1 = M directions fit exactly
+        F = th.inputs_with_overlap(M, K, 0.25, np.random.default_rng(1))
+        np.testing.assert_allclose(F.T @ F, 0.25 + 0.75 * np.eye(K), atol=1e-12)
+
+
+def test_inputs_with_overlap_is_the_remarks_construction_from_the_generators_draw():
+    """f_n = sqrt(rho) u_0 + sqrt(1 - rho) u_n with U the QR of one (M, K+1) normal draw: chapter 3
+    prints numbers computed from a seeded F, so what a seed gives is pinned (the construction's
+    other sign, - sqrt(1 - rho) u_n, has the same overlaps but other inputs)."""
+    M, K, rho = 7, 3, 0.3
+    U, _ = np.linalg.qr(np.random.default_rng(5).normal(size=(M, K + 1)))
+    F = th.inputs_with_overlap(M, K, rho, np.random.default_rng(5))
+    np.testing.assert_allclose(F, np.sqrt(rho) * U[:, [0]] + np.sqrt(1 - rho) * U[:, 1:], rtol=0, atol=1e-15)
+
+
+def test_zeta_takes_token_ids_below_M_only():
+    np.testing.assert_allclose(th.zeta(4, 3), [-1 / 3, -1 / 3, -1 / 3, 1.0], rtol=1e-15)
+    with pytest.raises(ValueError, match=r"^n must be a token id in \[0, 4\), got 4$"):
+        th.zeta(4, 4)
+    with pytest.raises(ValueError, match=r"^n must be an integer, got 1.5$"):
+        th.zeta(4, 1.5)
+
+
+def test_h_ode_says_when_its_integrator_fails(monkeypatch):
+    class Failed:
+        success, message = False, "Required step size is less than spacing between numbers."
+    monkeypatch.setattr(th, "solve_ivp", lambda *a, **k: Failed())
+    with pytest.raises(RuntimeError, match=r"^h_ode: the integrator failed \(Required step size is less than "
+                                           r"spacing between numbers.\)$"):
+        th.h_ode([0.0, 1.0], 10, 0.5)
