@@ -354,9 +354,20 @@ def read_results(folder, paper: bool = True) -> dict:
     book quotes those numbers as the paper's; ``paper=False`` checks the files and their records
     only, for your own grids, steps, seeds and saved results (read each record's settings with
     ``scansnap.provenance.read_records(folder)``). Integer columns (seed, step, ...) come back as
-    integers (:func:`load_csv`).
+    integers (:func:`load_csv`). The book's own folder (``scansnap/results``, what
+    :func:`book_results` reads) ships its CSVs only: there the records' PNGs may be absent.
     """
-    return _read_results(folder, paper, every_file=True)
+    return _read_results(folder, paper, every_file=not _is_book_folder(folder))
+
+
+def _is_book_folder(folder) -> bool:
+    """Whether ``folder`` is the package's own results folder (its PNGs neither shipped nor tracked)."""
+    from importlib.resources import files
+    from pathlib import Path
+    try:
+        return Path(str(folder)).resolve() == Path(str(files("scansnap") / "results")).resolve()
+    except (OSError, RuntimeError):
+        return False
 
 
 def _read_results(folder, paper: bool, every_file: bool) -> dict:

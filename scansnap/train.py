@@ -144,7 +144,7 @@ class TrainResult:
             f"  eta_y {_short(np.unique(self.eta_y))}; eta_z {_short(np.unique(self.eta_z))}; "
             f"seeds {_short(np.unique(self.seed))}",
             f"  median loss {np.median(self.loss[:, 0]):.4g} -> {np.median(self.loss[:, -1]):.4g}; {div} diverged "
-            f"(loss above {DIVERGED_FACTOR:g} x max(first loss, ln M) at some step)",
+            f"(loss ever above {DIVERGED_FACTOR:g}x its start)",
             f"  loss {tuple(self.loss.shape)}; Y, Z {tuple(self.Z.shape)}",
             f"  snapshots {{step: Z}} at {_short(sorted(self.snapshots), 'steps')}" if self.snapshots
             else "  snapshots: none (train(..., snapshot_steps=[...]))"])

@@ -36,7 +36,7 @@ def test_a_run_that_blew_up_then_read_zero_is_diverged(classes):
     assert res.loss[0, 1] > 1e6 and res.loss[0, -1] == 0.0           # the history the researcher saw
     np.testing.assert_array_equal(res.diverged, [True, True])
     assert "run 0 (eta_y=1e+09, eta_z=1e+06, seed=1) from step 1" in str(w[0].message)
-    assert "2 diverged (loss above 10 x max(first loss, ln M) at some step)" in repr(res)
+    assert "2 diverged (loss ever above 10x its start)" in repr(res)
     assert res.to_frame()["diverged"].all()
     # the command line reads the same flag: one rule
     from scansnap.__main__ import _refuse_diverged
