@@ -45,7 +45,7 @@ The embedding transformer on the shipped WikiText-2, and on your own text (``hel
     ids = vocab.encode(words)                   # a torch.LongTensor of shape (562,): .clone(), not .copy()
     own = train_lm(ids, len(vocab), steps=20, d=32, d_hidden=32, batch=4, bptt=8, probe=ids[:8], snapshot_steps=[20])
     own.save("my-lm", vocab=vocab)              # the record: train_lm's settings; the ids', probe's, vocabulary's sha256
-    again = replay("my-lm", ids, probe=ids[:8]) # the ids checked against the record, then re-run: the same loss
+    again = replay("my-lm", ids, probe=ids[:8]) # ids checked, re-run, its loss checked against the saved lm_loss.csv
 
 ``scansnap.train`` is the function (``import scansnap.train as t`` gives it too); its module, with
 ``TrainResult`` and ``DivergenceWarning``: ``help(sys.modules["scansnap.train"])``, or

@@ -17,7 +17,7 @@ record (a few seconds)::
     ids = vocab.encode(words)                   # a torch.LongTensor of shape (562,): .clone(), not .copy()
     own = train_lm(ids, len(vocab), steps=20, d=32, d_hidden=32, batch=4, bptt=8, probe=ids[:8], snapshot_steps=[20])
     own.save("my-lm", vocab=vocab)              # the record: train_lm's settings; the ids', probe's, vocabulary's sha256
-    again = replay("my-lm", ids, probe=ids[:8]) # the ids checked against the record, then re-run: the same loss
+    again = replay("my-lm", ids, probe=ids[:8]) # ids checked, re-run, its loss checked against the saved lm_loss.csv
 
 The record's ``settings`` are :func:`train_lm`'s keyword arguments, exactly (``dtype`` by its
 name): ``train_lm(ids, record["data"]["vocab_size"], probe=..., **record["settings"])`` re-runs
