@@ -405,7 +405,8 @@ def h_vs_hstar(panels) -> Figure:
 @_styled
 def growth_factor(M: int, K: int, eta_z: float, eta_ys, C0: float = 1.0, t_max: float = 1e5, t=None) -> Figure:
     """The paper's Fig. 3: the growth factor e^{2 B_n(t)} (Eq. 12, Theorem 4) for several eta_Y; dotted t_0.
-    As a bound on chi_{l_0} with eta_Z the run's own rate it reads e^{2 B_n(t)/K} (chapter 5, "Which eta_Z").
+    theory.B_n is chapter 5's \bar B_n (K times chapter 4's B_n: the paper's eta_Z is per class), so as a
+    bound on chi_{l_0} with eta_Z the run's own rate this reads e^{2 \bar B_n(t)/K} (appendix 5A, "the factor K").
     ``t``: the times drawn (default 400 points from 1 to ``t_max``)."""
     from .theory import B_n, transition_time
     t = np.geomspace(1, t_max, 400) if t is None else np.asarray(t, float)

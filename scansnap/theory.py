@@ -322,7 +322,9 @@ def B_n(t, M: int, K: int, eta_y: float, eta_z: float, C0: float, printed: bool 
 
     Exact: (1/4) ln(1 + 4 Gamma/C0), so B_n(0) = 0. ``printed=True`` gives the paper's
     printed form (1/4) ln(C0 + 4 Gamma), which differs by the constant (1/4) ln C0
-    (the book's erratum 3).
+    (the book's erratum 3). With eta_Z the paper's per-class rate this is chapter 5's \bar B_n,
+    K times chapter 4's B_n (appendix 5A, "the factor K"); it equals how far the common logit
+    has sunk, -z_ml.
     """
     C0 = positive("C0", C0)
     G = Gamma(t, M, K, eta_y, eta_z)
