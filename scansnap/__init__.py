@@ -74,6 +74,22 @@ from .train import train, lr_grid, TrainResult
 from . import book
 
 __version__ = "0.2.0"
+
+# The submodules, reachable after a plain ``import scansnap`` (``help(scansnap.theory.predict)``),
+# each imported on first use (PEP 562): matplotlib (plots) or the CLI's machinery load only when asked.
+_SUBMODULES = ("data", "model", "theory", "metrics", "experiments", "provenance", "plots", "lm", "wikitext",
+               "beyond", "distributed", "printed", "ledger", "live", "ui")
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_SUBMODULES))
 # What help(scansnap) documents. The torch modules YZModel and EmbeddingTransformer are importable
 # from here too but left out: pydoc would print every method they inherit from torch.nn.Module.
 __all__ = ["SequenceClasses", "make_classes", "sequence_classes", "syn_small", "syn_medium", "sample_tokens",

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+import warnings
 
 import numpy as np
 import torch
@@ -341,6 +342,11 @@ def book_results() -> dict:
                                 "reproduce all --out scansnap/results`") from None
 
 
+class UnlistedFileWarning(UserWarning):
+    """A results folder holds a CSV that no provenance record lists and that is named like no
+    result set (a file of the user's own): :func:`read_results` skips it, naming it."""
+
+
 def read_results(folder, paper: bool = True) -> dict:
     """The CSVs of a result folder (``python -m scansnap reproduce --out``, or ``.save()`` of a
     result) as {file stem: {column: numpy array}}, after checking every file the provenance
@@ -348,6 +354,10 @@ def read_results(folder, paper: bool = True) -> dict:
     mixed or edited set; a listed file that is missing, a PNG too, is a ValueError naming it and
     the command that regenerates the set), and each CSV holds the grid its
     record's settings say (the rates, seeds, vocabularies: ``provenance.check_columns``).
+    A CSV no record lists is refused when it is named like a result set (``fig6.csv``,
+    ``train_loss.csv``, a PNG or CSVs of its name beside it: its record ``<name>.provenance.json``
+    is missing, and the error says so); any other CSV (a file of your own, ``notes.csv``) is
+    skipped with an :class:`UnlistedFileWarning` naming it.
     ``folder``: a str or a Path.
 
     ``paper=True`` (what :func:`book_results` asks) also requires the paper's settings, since the
@@ -378,6 +388,22 @@ def _read_results(folder, paper: bool, every_file: bool) -> dict:
     csvs = sorted((p for p in folder.iterdir() if p.name.endswith(".csv")), key=lambda p: p.name)
     if not csvs:
         raise FileNotFoundError(f"{folder} has no results (no CSV files in it): {provenance.make_some(folder)}")
+    unlisted = [p for p in csvs if p.name not in records]
+    for p in unlisted:              # a result set whose record was deleted: refused, naming the record
+        missing = provenance.missing_record(p)
+        if missing is not None:
+            raise ValueError(f"{p} has no provenance record: its record {missing} is missing (deleted or "
+                             f"moved?), so nothing says where the file came from; put the record back or "
+                             f"regenerate the set")
+    if unlisted:                    # a file of the user's own, named like no result set: not read
+        warnings.warn(f"{folder}: {', '.join(p.name for p in unlisted)} "
+                      f"{'is' if len(unlisted) == 1 else 'are'} listed by no provenance record and not part of a "
+                      "result set, so not read (move it out of the folder to silence this)",
+                      UnlistedFileWarning, stacklevel=3)
+        csvs = [p for p in csvs if p.name in records]
+        if not csvs:
+            raise FileNotFoundError(f"{folder} has no results (no CSV a provenance record lists): "
+                                    f"{provenance.make_some(folder)}")
     out = {}
     for p in csvs:
         rec = provenance.verify(p, records)

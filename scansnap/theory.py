@@ -814,6 +814,24 @@ class InitWarning(UserWarning):
     dynamics start at Y = Z = 0 (Sec. 4, Theorem 3): the prediction need not hold."""
 
 
+class RegimeWarning(UserWarning):
+    """Rates outside the theory's regime: Theorem 4's t_0 comes before the optimiser's first step
+    ends (``t0_steps < 1``), so the decoder saturates within one step and there is no first
+    stage to predict (:func:`predict`, :meth:`Prediction.compare`)."""
+
+
+def _warn_regime(where: str, ey, ez, t0_steps):
+    """A RegimeWarning naming the runs whose t0_steps < 1 (none: nothing)."""
+    fast = np.flatnonzero(np.asarray(t0_steps) < 1)
+    if fast.size:
+        r = fast[0]
+        warnings.warn(f"{where}: {fast.size} run(s) have t0_steps < 1 (e.g. run {r}, eta_y={ey[r]:g}, eta_z={ez[r]:g}: "
+                      f"t0_steps = {t0_steps[r]:.2g}): Theorem 4's first stage would end within the first step, so "
+                      "the decoder saturates at once (its softmax one-hot, no gradient left for the attention); "
+                      "that is outside the theory, and the prediction need not hold: lower eta_y",
+                      RegimeWarning, stacklevel=3)
+
+
 @dataclass(repr=False)
 class Prediction:
     """What the theory predicts for R runs of ``scansnap.train`` (SGD, LN, no residual, from
@@ -960,7 +978,17 @@ class Prediction:
         disagreement by the gap in P(l|n) between the tokens (``classes.probs``).
 
         Classes outside the theory's layout (``layout``) are compared too, with a
-        ClassLayoutWarning."""
+        ClassLayoutWarning; rates with ``t0_steps < 1`` (the decoder saturates within one step,
+        outside the theory) with a :class:`RegimeWarning`.
+
+        ``t0_steps`` is the theory's (Theorem 4, Lemma 9), not measured on the run: t_0 is defined
+        on the noiseless decoder dynamics, which a run with batches has no exact counterpart of.
+        To see it on a run, keep snapshots (``train(..., snapshot_steps=range(0, steps + 1))``)
+        and read where the common-token mass falls fastest,
+        ``1 + np.argmin(np.diff([result.common_mass(s).mean() for s in range(steps + 1)]))``: the
+        scan's first stage ends as the attention starts leaving the common tokens (Theorem 3). On
+        K=4, M=40 classes at eta_Z=2, that step is within a factor of 2 of ``t0_steps`` (eta_Y = 2
+        and 10; ``tests/test_research_saturation.py``)."""
         import pandas as pd
         from scipy.stats import rankdata
 
@@ -1006,6 +1034,7 @@ class Prediction:
         if self.layout is not None:
             warnings.warn(f"compare: {self.layout}; the prediction is outside the theory's assumptions",
                           ClassLayoutWarning, stacklevel=2)
+        _warn_regime("compare", self.eta_y, self.eta_z, self.t0_steps)
         if cfg.get("init", "zero") != "zero":
             warnings.warn(f"compare: the result was trained with init={cfg.get('init')!r}; the theory starts at "
                           "Y = Z = 0 (train's init='zero'), so its winners and magnitudes need not hold",
@@ -1078,7 +1107,9 @@ def predict(classes: SequenceClasses, eta_y=1.0, eta_z=1.0, steps: int = 100, mo
       optimiser on the T -> infinity, infinite-batch gradient), and at ``snapshot_steps``.
 
     ``eta_y``, ``eta_z``: scalars or one value per run (R); runs with the same pair are computed
-    once. t_0 needs M >= 4 (Lemma 8). Compare with a run: ``predict(...).compare(result)``, or
+    once. t_0 needs M >= 4 (Lemma 8). Rates whose t_0 falls within the first step
+    (``t0_steps < 1``: the decoder saturates at once) are outside the theory: a
+    :class:`RegimeWarning` names them. Compare with a run: ``predict(...).compare(result)``, or
     ``result.predict()`` which takes the run's own rates, steps and momentum.
     """
     if not isinstance(classes, SequenceClasses):
@@ -1109,6 +1140,7 @@ def predict(classes: SequenceClasses, eta_y=1.0, eta_z=1.0, steps: int = 100, mo
         ranking.append(toks[order])
         ties.append(bool(len(np.unique(p)) < len(p)))
         winners.append(toks[p == p.max()] if len(p) else toks)
+    _warn_regime("predict", ey, ez, t0_steps)
     layout = classes.layout_issue()
     if layout is not None:
         warnings.warn(f"predict: {layout}; the prediction is outside the theory's assumptions",
