@@ -345,7 +345,8 @@ def read_results(folder, paper: bool = True) -> dict:
     """The CSVs of a result folder (``python -m scansnap reproduce --out``, or ``.save()`` of a
     result) as {file stem: {column: numpy array}}, after checking every file the provenance
     records beside them list: each CSV and PNG is the one its record describes (sha256: not a
-    mixed or edited set; a PNG may be absent, the CSVs not), and each CSV holds the grid its
+    mixed or edited set; a listed file that is missing, a PNG too, is a ValueError naming it and
+    the command that regenerates the set), and each CSV holds the grid its
     record's settings say (the rates, seeds, vocabularies: ``provenance.check_columns``).
     ``folder``: a str or a Path.
 
@@ -353,9 +354,20 @@ def read_results(folder, paper: bool = True) -> dict:
     book quotes those numbers as the paper's; ``paper=False`` checks the files and their records
     only, for your own grids, steps, seeds and saved results (read each record's settings with
     ``scansnap.provenance.read_records(folder)``). Integer columns (seed, step, ...) come back as
-    integers (:func:`load_csv`).
+    integers (:func:`load_csv`). The book's own folder (``scansnap/results``, what
+    :func:`book_results` reads) ships its CSVs only: there the records' PNGs may be absent.
     """
-    return _read_results(folder, paper, every_file=True)
+    return _read_results(folder, paper, every_file=not _is_book_folder(folder))
+
+
+def _is_book_folder(folder) -> bool:
+    """Whether ``folder`` is the package's own results folder (its PNGs neither shipped nor tracked)."""
+    from importlib.resources import files
+    from pathlib import Path
+    try:
+        return Path(str(folder)).resolve() == Path(str(files("scansnap") / "results")).resolve()
+    except (OSError, RuntimeError):
+        return False
 
 
 def _read_results(folder, paper: bool, every_file: bool) -> dict:
@@ -381,7 +393,11 @@ def _read_results(folder, paper: bool, every_file: bool) -> dict:
         provenance.check_columns(p, rec, table)        # the record's grid is the CSV's (not edited around it)
         out[p.name[:-4]] = table
     for name in sorted(records) if every_file else ():
-        if not name.endswith(".csv") and (folder / name).exists():     # a PNG: checked where it is there
+        if not name.endswith(".csv"):                                  # a PNG: listed, so it must be there
+            if not (folder / name).is_file():
+                rec = records[name]
+                raise ValueError(f"{folder / name} is missing, though its record {rec['figure']}{provenance.SUFFIX} "
+                                 f"lists it: an incomplete set; {provenance.remake(rec)}")
             provenance.verify(folder / name, records)
     return out
 
@@ -390,7 +406,7 @@ def _read_results(folder, paper: bool, every_file: bool) -> dict:
 INTEGER_COLUMNS = frozenset({"seed", "num_last", "step", "iteration", "layers", "query", "key", "token",
                              "M", "run", "class", "next_token", "top_token", "predicted_top"})
 # Columns that hold yes/no (written 0/1, as pandas writes booleans as numbers): load_csv returns bools.
-BOOL_COLUMNS = frozenset({"diverged", "tied", "top_as_predicted"})
+BOOL_COLUMNS = frozenset({"diverged", "tied", "top_as_predicted", "entropy_ok", "common_mass_ok", "agrees"})
 # Columns where a written 'nan' means "not defined here", not a failed number: freeze.csv's first
 # row (iteration 0) has no change since a previous snapshot and no training loss yet.
 UNDEFINED_ALLOWED = {"freeze.csv": ("change", "loss")}

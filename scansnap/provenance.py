@@ -349,7 +349,8 @@ def recover(out) -> list[str]:
 def record(figure: str, stage: Path, files, settings: dict, data, env: dict, seconds: float,
            notes=(), argv=None) -> dict:
     """The provenance record of one figure: its files' sha256 (as staged), how they were made.
-    The command is shell-quoted: it can be pasted back into a shell as recorded."""
+    The command is shell-quoted: it can be pasted back into a shell as recorded (under torchrun,
+    ``env`` brings its own: the torchrun line, ``distributed.World.record``)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     return _plain({"format": FORMAT, "figure": figure,
                    "command": shlex.join(["python", "-m", "scansnap", *argv]),

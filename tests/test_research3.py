@@ -428,8 +428,9 @@ def test_read_results_checks_every_file_its_record_lists(tmp_path):
         fh.write(b"x")
     with pytest.raises(ValueError, match=r"mine.png is not the file its provenance \(mine.provenance.json\) describes"):
         read_results(tmp_path, paper=False)
-    (tmp_path / "mine.png").unlink()              # the package ships the book's CSVs without their PNGs
-    assert list(read_results(tmp_path, paper=False)) == ["mine"]
+    (tmp_path / "mine.png").unlink()              # listed but missing: an incomplete set (issue 27)
+    with pytest.raises(ValueError, match=r"mine\.png is missing, though its record mine\.provenance\.json lists it"):
+        read_results(tmp_path, paper=False)
 
 
 @pytest.fixture(scope="module")
