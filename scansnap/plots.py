@@ -332,7 +332,7 @@ def cn_over_training(classes: SequenceClasses, snapshots: dict, n: int = 0, loss
             floor = min(np.finfo(np.float32).eps, positive.min() if positive.size else 1.0)
             ax2.semilogy(np.arange(len(loss)), np.where(zero, floor, loss))
             ax2.axhline(floor, color="0.5", ls=":", lw=0.8, label=f"loss exactly 0 (float32),\ndrawn at {floor:.1g}")
-            ax2.legend(loc="upper right", fontsize="small")
+            ax2.legend(loc="upper right")
         else:
             ax2.semilogy(np.arange(len(loss)), loss)
         ax2.set_xlabel("step")

@@ -115,6 +115,7 @@ def test_observed_transition_is_within_a_factor_2_of_t0_steps(own):
 # ---------------------------------------------------------------------------------------
 
 def test_the_loss_panel_draws_a_loss_of_zero_on_a_named_floor(own):
+    from scansnap import plots
     from scansnap.plots import cn_over_training
     Z = np.zeros((own.M, own.M))
     loss = np.array([3.7, 1.0, 1e-3, 2e-9, 0.0, 0.0])
@@ -123,6 +124,7 @@ def test_the_loss_panel_draws_a_loss_of_zero_on_a_named_floor(own):
     y = ax2.lines[0].get_ydata()
     assert np.all(y > 0) and y[-1] == 2e-9 == y[3]                     # below eps: the smallest loss is the floor
     assert "exactly 0" in ax2.get_legend().get_texts()[0].get_text()
+    assert plots.legibility_problems(fig) == []                      # the legend at the book's 9 pt or more
     y = cn_over_training(own, {0: Z}, n=0, loss=np.array([3.7, 1.0, 0.0])).axes[1].lines[0].get_ydata()
     assert y[-1] == np.finfo(np.float32).eps
     assert cn_over_training(own, {0: Z}, n=0, loss=loss[:3]).axes[1].get_legend() is None
