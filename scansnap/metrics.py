@@ -145,7 +145,7 @@ def common_mass(classes: SequenceClasses, Z, what: str = "Z") -> np.ndarray:
     tokens (Theorem 3); the distinct tokens get 1 - common_mass. A token in some but not all
     classes' contexts (hand-made classes) counts as common, with a ``SharedTokenWarning``."""
     Z = _check_Z_any(classes, Z, what)
-    classes._warn_partly_shared("common_mass", stacklevel=4)
+    classes._warn_partly_shared("common_mass")
     common = np.zeros(classes.M, bool)
     common[classes.common_tokens] = True
     c = np.exp(_log_attention(classes, Z))
