@@ -568,6 +568,6 @@ def test_a_diverged_run_of_the_sweep_is_refused_not_written(tmp_path, capsys):
     err = capsys.readouterr().err
     assert status == 1, err
     last = err.strip().splitlines()[-1]
-    assert "fig6: 1 run(s) of the sweep diverged (num_last 1, eta_z 1e+09, ratio 1, seed 1)" in last, last
+    assert "fig6: 1 run(s) of the sweep diverged or saturated (num_last 1, eta_z 1e+09, ratio 1, seed 1)" in last, last
     assert "not written (previous sets, if any, kept): fig6" in last
     assert not list(out.glob("fig6*"))

@@ -40,7 +40,7 @@ def test_a_run_that_blew_up_then_read_zero_is_diverged(classes):
     assert res.to_frame()["diverged"].all()
     # the command line reads the same flag: one rule
     from scansnap.__main__ import _refuse_diverged
-    with pytest.raises(FloatingPointError, match=r"2 run\(s\) of the sweep diverged"):
+    with pytest.raises(FloatingPointError, match=r"2 run\(s\) of the sweep diverged or saturated"):
         _refuse_diverged({2: (classes, res)})
     # and a comparison with the theory refuses them, naming what to do
     with pytest.raises(ValueError, match=r"run\(s\) 0, 1 of the result diverged .*result\.select\(~result\.diverged\)"):
