@@ -20,7 +20,7 @@ the same steps as this quickstart (about 5 s on a laptop CPU)::
     print(pred.t0_steps)                      # Theorem 4's t0, in steps of this optimiser
     cmp = pred.compare(res)                   # a row per run and class: the run against the prediction
     print(cmp[["run", "class", "top_token", "predicted_winners", "top_as_predicted", "rank_correlation",
-               "common_mass", "predicted_common_mass"]].round(3).to_string())
+               "common_mass", "predicted_common_mass", "agrees"]].round(3).to_string())   # agrees: within tolerance
     res.save("my-results")                    # CSVs + provenance record, written atomically
     back = read_results("my-results", paper=False)   # hashes checked; {file: {column: array}}
     print(back["train"]["distinct_entropy"])
@@ -42,10 +42,14 @@ The embedding transformer on the shipped WikiText-2, and on your own text (``hel
     from scansnap.wikitext import Vocab
     words = ("the cat sat on the mat . the dog sat on the log . " * 40 + "a zebra").split()   # your text, as words
     vocab = Vocab.build(words, min_freq=2)      # words seen once ('a', 'zebra') become '<unk>'
-    ids = vocab.encode(words)                   # (482,) int64 token ids
+    ids = vocab.encode(words)                   # a torch.LongTensor of shape (562,): .clone(), not .copy()
     own = train_lm(ids, len(vocab), steps=20, d=32, d_hidden=32, batch=4, bptt=8, probe=ids[:8], snapshot_steps=[20])
     own.save("my-lm", vocab=vocab)              # the record: train_lm's settings; the ids', probe's, vocabulary's sha256
-    again = replay("my-lm", ids, probe=ids[:8]) # the ids checked against the record, then re-run: the same loss
+    again = replay("my-lm", ids, probe=ids[:8]) # ids checked, re-run, its loss checked against the saved lm_loss.csv
+
+``scansnap.train`` is the function (``import scansnap.train as t`` gives it too); its module, with
+``TrainResult`` and ``DivergenceWarning``: ``help(sys.modules["scansnap.train"])``, or
+``from scansnap.train import TrainResult``.
 
 The models are torch modules, importable from here and documented in ``help(scansnap.model)``:
 ``scansnap.YZModel`` (the Y/Z model, batched over runs) and ``scansnap.EmbeddingTransformer``
@@ -70,6 +74,22 @@ from .train import train, lr_grid, TrainResult
 from . import book
 
 __version__ = "0.2.0"
+
+# The submodules, reachable after a plain ``import scansnap`` (``help(scansnap.theory.predict)``),
+# each imported on first use (PEP 562): matplotlib (plots) or the CLI's machinery load only when asked.
+_SUBMODULES = ("data", "model", "theory", "metrics", "experiments", "provenance", "plots", "lm", "wikitext",
+               "beyond", "distributed", "printed", "ledger", "live", "ui")
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_SUBMODULES))
 # What help(scansnap) documents. The torch modules YZModel and EmbeddingTransformer are importable
 # from here too but left out: pydoc would print every method they inherit from torch.nn.Module.
 __all__ = ["SequenceClasses", "make_classes", "sequence_classes", "syn_small", "syn_medium", "sample_tokens",

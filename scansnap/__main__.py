@@ -217,8 +217,9 @@ def _sweep(cache, device, steps, seeds, grid=None, world=None):
 
 
 def _refuse_diverged(sweep) -> None:
-    """FloatingPointError naming the runs of the sweep that diverged: their entropies are numbers
-    (a blown-up softmax reads 0, the sparsest value) but not results, so no figure is made of them."""
+    """FloatingPointError naming the runs of the sweep that diverged or saturated (train()'s one rule,
+    ``TrainResult.diverged``): their entropies are numbers (a blown-up softmax reads 0, the sparsest
+    value) but not results, so no figure is made of them."""
     bad = []
     for nl, (_, res) in sweep.items():
         if res.diverged is not None and np.any(res.diverged):
@@ -226,7 +227,7 @@ def _refuse_diverged(sweep) -> None:
                 bad.append(f"num_last {nl}, eta_z {res.eta_z[r]:g}, ratio {res.eta_y[r] / res.eta_z[r]:g}, "
                            f"seed {res.seed[r]}")
     if bad:
-        raise FloatingPointError(f"{len(bad)} run(s) of the sweep diverged ({'; '.join(bad[:3])}"
+        raise FloatingPointError(f"{len(bad)} run(s) of the sweep diverged or saturated ({'; '.join(bad[:3])}"
                                  f"{'; ...' if len(bad) > 3 else ''}): lower the rates")
 
 

@@ -26,6 +26,12 @@ class ClassLayoutWarning(UserWarning):
     separate tokens), so the theory's predictions need not hold."""
 
 
+class SharedTokenWarning(ClassLayoutWarning):
+    """A contextual token is in some but not all classes' contexts (hand-made classes): the paper
+    counts it as common (G_CT, Sec. 3.2: |Omega(l)| > 1), and so do ``roles()``, ``common_tokens``
+    and ``scansnap.metrics.common_mass``; ``sequence_classes``'s common tokens are in every class."""
+
+
 @dataclass(frozen=True, eq=False)
 class SequenceClasses:
     """K sequence classes over a vocabulary of M tokens.
@@ -103,8 +109,28 @@ class SequenceClasses:
 
     @cached_property
     def common_tokens(self) -> np.ndarray:
-        """G_CT: tokens that occur in more than one class."""
+        """G_CT: tokens that occur in more than one class (the paper's definition, Sec. 3.2:
+        |Omega(l)| > 1), whether in every class's context (as ``sequence_classes`` makes them)
+        or in some only (``partly_shared_tokens``)."""
         return np.flatnonzero(self.omega > 1)
+
+    @cached_property
+    def partly_shared_tokens(self) -> np.ndarray:
+        """Common tokens that are in some but not all classes' contexts (1 < |Omega(l)| < K):
+        possible in hand-made classes only. They count as common (G_CT) in every metric; ``roles()``
+        and ``scansnap.metrics.common_mass`` say so with a :class:`SharedTokenWarning`."""
+        return np.flatnonzero((self.omega > 1) & (self.omega < self.K))
+
+    def _warn_partly_shared(self, where: str, stacklevel: int = 3):
+        toks = self.partly_shared_tokens
+        if toks.size:
+            import warnings
+            shown = "; ".join(f"token {int(l)} in classes {', '.join(map(str, np.flatnonzero(self.probs[:, l] > 0)))}"
+                              for l in toks[:5]) + ("; ..." if toks.size > 5 else "")
+            warnings.warn(f"{where}: {toks.size} token(s) are in some but not all of the {self.K} classes' contexts "
+                          f"({shown}): they count as common (G_CT, Sec. 3.2: in more than one class), in roles() "
+                          "and in common_mass, not as distinct; sequence_classes' common tokens are in every "
+                          "class's context", SharedTokenWarning, stacklevel=stacklevel)
 
     @cached_property
     def distinct_mask(self) -> np.ndarray:
@@ -140,9 +166,12 @@ class SequenceClasses:
 
     def roles(self) -> np.ndarray:
         """(M,) the role of every token, as text: ``"common"`` (in more than one class's
-        context), ``"distinct n"`` (in class n's context only), ``"query"`` (psi of some class),
-        ``"next n"`` (class n's next token), ``"unused"`` (never drawn). A token with two roles
-        (say a query that is also contextual) shows both, joined by ``" + "``."""
+        context: G_CT, Sec. 3.2; ``sequence_classes`` puts its common tokens in every class's,
+        and a hand-made token in some but not all classes' is common too, with a
+        :class:`SharedTokenWarning`), ``"distinct n"`` (in class n's context only), ``"query"``
+        (psi of some class), ``"next n"`` (class n's next token), ``"unused"`` (never drawn). A
+        token with two roles (say a query that is also contextual) shows both, joined by ``" + "``."""
+        self._warn_partly_shared("roles()")
         out = []
         for l in range(self.M):
             r = []

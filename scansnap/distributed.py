@@ -62,9 +62,19 @@ class World:
         """Rank 0: the one that prints and writes."""
         return self.rank == 0
 
-    def record(self) -> dict:
-        """What the provenance record says about the job."""
-        return {"launcher": "torchrun", "world_size": self.size, "backend": self.backend}
+    def record(self, argv=None, environ=None) -> dict:
+        """What the provenance record says about the job: the launcher as torchrun's flags
+        (``torchrun --standalone --nproc_per_node N``; ``--nnodes`` past one machine; from torchrun's
+        ``LOCAL_WORLD_SIZE`` and ``GROUP_WORLD_SIZE``), and the ``command`` as the torchrun line
+        that re-runs it (on several machines, add your rendezvous flags: they are not recorded)."""
+        import shlex
+        env = os.environ if environ is None else environ
+        argv = sys.argv[1:] if argv is None else list(argv)
+        per_node = env.get("LOCAL_WORLD_SIZE") or str(self.size)
+        nodes = env.get("GROUP_WORLD_SIZE") or "1"
+        launcher = ["torchrun", *(["--nnodes", nodes] if nodes != "1" else ["--standalone"]), "--nproc_per_node", per_node]
+        return {"launcher": shlex.join(launcher), "command": shlex.join([*launcher, "-m", "scansnap", *argv]),
+                "world_size": self.size, "backend": self.backend}
 
 
 def from_env(environ=None) -> tuple[int, int, int] | None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+import warnings
 
 import numpy as np
 import torch
@@ -341,21 +342,42 @@ def book_results() -> dict:
                                 "reproduce all --out scansnap/results`") from None
 
 
+class UnlistedFileWarning(UserWarning):
+    """A results folder holds a CSV that no provenance record lists and that is named like no
+    result set (a file of the user's own): :func:`read_results` skips it, naming it."""
+
+
 def read_results(folder, paper: bool = True) -> dict:
     """The CSVs of a result folder (``python -m scansnap reproduce --out``, or ``.save()`` of a
     result) as {file stem: {column: numpy array}}, after checking every file the provenance
     records beside them list: each CSV and PNG is the one its record describes (sha256: not a
-    mixed or edited set; a PNG may be absent, the CSVs not), and each CSV holds the grid its
+    mixed or edited set; a listed file that is missing, a PNG too, is a ValueError naming it and
+    the command that regenerates the set), and each CSV holds the grid its
     record's settings say (the rates, seeds, vocabularies: ``provenance.check_columns``).
+    A CSV no record lists is refused when it is named like a result set (``fig6.csv``,
+    ``train_loss.csv``, a PNG or CSVs of its name beside it: its record ``<name>.provenance.json``
+    is missing, and the error says so); any other CSV (a file of your own, ``notes.csv``) is
+    skipped with an :class:`UnlistedFileWarning` naming it.
     ``folder``: a str or a Path.
 
     ``paper=True`` (what :func:`book_results` asks) also requires the paper's settings, since the
     book quotes those numbers as the paper's; ``paper=False`` checks the files and their records
     only, for your own grids, steps, seeds and saved results (read each record's settings with
     ``scansnap.provenance.read_records(folder)``). Integer columns (seed, step, ...) come back as
-    integers (:func:`load_csv`).
+    integers (:func:`load_csv`). The book's own folder (``scansnap/results``, what
+    :func:`book_results` reads) ships its CSVs only: there the records' PNGs may be absent.
     """
-    return _read_results(folder, paper, every_file=True)
+    return _read_results(folder, paper, every_file=not _is_book_folder(folder))
+
+
+def _is_book_folder(folder) -> bool:
+    """Whether ``folder`` is the package's own results folder (its PNGs neither shipped nor tracked)."""
+    from importlib.resources import files
+    from pathlib import Path
+    try:
+        return Path(str(folder)).resolve() == Path(str(files("scansnap") / "results")).resolve()
+    except (OSError, RuntimeError):
+        return False
 
 
 def _read_results(folder, paper: bool, every_file: bool) -> dict:
@@ -366,6 +388,22 @@ def _read_results(folder, paper: bool, every_file: bool) -> dict:
     csvs = sorted((p for p in folder.iterdir() if p.name.endswith(".csv")), key=lambda p: p.name)
     if not csvs:
         raise FileNotFoundError(f"{folder} has no results (no CSV files in it): {provenance.make_some(folder)}")
+    unlisted = [p for p in csvs if p.name not in records]
+    for p in unlisted:              # a result set whose record was deleted: refused, naming the record
+        missing = provenance.missing_record(p)
+        if missing is not None:
+            raise ValueError(f"{p} has no provenance record: its record {missing} is missing (deleted or "
+                             f"moved?), so nothing says where the file came from; put the record back or "
+                             f"regenerate the set")
+    if unlisted:                    # a file of the user's own, named like no result set: not read
+        warnings.warn(f"{folder}: {', '.join(p.name for p in unlisted)} "
+                      f"{'is' if len(unlisted) == 1 else 'are'} listed by no provenance record and not part of a "
+                      "result set, so not read (move it out of the folder to silence this)",
+                      UnlistedFileWarning, stacklevel=3)
+        csvs = [p for p in csvs if p.name in records]
+        if not csvs:
+            raise FileNotFoundError(f"{folder} has no results (no CSV a provenance record lists): "
+                                    f"{provenance.make_some(folder)}")
     out = {}
     for p in csvs:
         rec = provenance.verify(p, records)
@@ -381,7 +419,11 @@ def _read_results(folder, paper: bool, every_file: bool) -> dict:
         provenance.check_columns(p, rec, table)        # the record's grid is the CSV's (not edited around it)
         out[p.name[:-4]] = table
     for name in sorted(records) if every_file else ():
-        if not name.endswith(".csv") and (folder / name).exists():     # a PNG: checked where it is there
+        if not name.endswith(".csv"):                                  # a PNG: listed, so it must be there
+            if not (folder / name).is_file():
+                rec = records[name]
+                raise ValueError(f"{folder / name} is missing, though its record {rec['figure']}{provenance.SUFFIX} "
+                                 f"lists it: an incomplete set; {provenance.remake(rec)}")
             provenance.verify(folder / name, records)
     return out
 
@@ -390,7 +432,7 @@ def _read_results(folder, paper: bool, every_file: bool) -> dict:
 INTEGER_COLUMNS = frozenset({"seed", "num_last", "step", "iteration", "layers", "query", "key", "token",
                              "M", "run", "class", "next_token", "top_token", "predicted_top"})
 # Columns that hold yes/no (written 0/1, as pandas writes booleans as numbers): load_csv returns bools.
-BOOL_COLUMNS = frozenset({"diverged", "tied", "top_as_predicted"})
+BOOL_COLUMNS = frozenset({"diverged", "tied", "top_as_predicted", "entropy_ok", "common_mass_ok", "agrees"})
 # Columns where a written 'nan' means "not defined here", not a failed number: freeze.csv's first
 # row (iteration 0) has no change since a previous snapshot and no training loss yet.
 UNDEFINED_ALLOWED = {"freeze.csv": ("change", "loss")}

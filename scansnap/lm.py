@@ -14,10 +14,10 @@ record (a few seconds)::
     from scansnap.wikitext import Vocab
     words = ("the cat sat on the mat . the dog sat on the log . " * 40 + "a zebra").split()   # your text, as words
     vocab = Vocab.build(words, min_freq=2)      # words seen once ('a', 'zebra') become '<unk>'
-    ids = vocab.encode(words)                   # (482,) int64 token ids
+    ids = vocab.encode(words)                   # a torch.LongTensor of shape (562,): .clone(), not .copy()
     own = train_lm(ids, len(vocab), steps=20, d=32, d_hidden=32, batch=4, bptt=8, probe=ids[:8], snapshot_steps=[20])
     own.save("my-lm", vocab=vocab)              # the record: train_lm's settings; the ids', probe's, vocabulary's sha256
-    again = replay("my-lm", ids, probe=ids[:8]) # the ids checked against the record, then re-run: the same loss
+    again = replay("my-lm", ids, probe=ids[:8]) # ids checked, re-run, its loss checked against the saved lm_loss.csv
 
 The record's ``settings`` are :func:`train_lm`'s keyword arguments, exactly (``dtype`` by its
 name): ``train_lm(ids, record["data"]["vocab_size"], probe=..., **record["settings"])`` re-runs
@@ -638,7 +638,7 @@ def _same(what, got, want, where):
 
 
 def replay(record_or_folder, train_ids, probe=None, *, name: str | None = None, vocab=None, device=None,
-           progress=None) -> LMResult:
+           progress=None, rtol: float = 0.0) -> LMResult:
     """Re-run a saved :class:`LMResult` from its record: the LMResult that :func:`train_lm`
     returns with the recorded settings on ``train_ids`` (and ``probe``).
 
@@ -650,6 +650,17 @@ def replay(record_or_folder, train_ids, probe=None, *, name: str | None = None, 
     (size and words' sha256), so a rebuilt vocabulary can be checked (``Vocab.build`` with the
     recorded ``min_freq`` on the recorded text). The loss is the same bit for bit on the same
     machine, device and number of torch threads (see the module's notes).
+
+    Then the replayed loss is checked against the saved one: when the record comes from a file
+    (a folder or a ``.provenance.json``, not a dict), its ``<name>_loss.csv`` must be the file the
+    record hashes (sha256), and every step's replayed loss must equal the saved one. Tolerance:
+    ``rtol=0`` (the default) asks for the same text as the CSV's (10 significant digits; a float32
+    or float64 loss computed with the same bits prints the same), since on the same machine the
+    run is bit for bit the same; anything else means the record's settings were edited, or the
+    ids, device or thread count differ. On another machine or device the training's rounding
+    grows step by step (chaotic, see the module's notes): pass a relative ``rtol`` there
+    (|replayed - saved| <= rtol |saved| at every step) and read the result as a new run. A
+    difference is a ValueError naming the first step, both values and both environments.
     """
     rec, where = _load_record(record_or_folder, name)
     settings, data = rec.get("settings"), rec.get("data")
@@ -675,4 +686,49 @@ def replay(record_or_folder, train_ids, probe=None, *, name: str | None = None, 
             raise ValueError(f"vocab is not the vocabulary {where} was trained with: given {got['size']} words "
                              f"(sha256 {got['sha256']}); the record's {data['vocab_size']} words"
                              + (f" (sha256 {rv['sha256']}, min_freq {rv['min_freq']})" if rv else ""))
-    return train_lm(train_ids, data["vocab_size"], probe=probe, device=device, progress=progress, **settings)
+    rtol = float(rtol)
+    if not (np.isfinite(rtol) and rtol >= 0):
+        raise ValueError(f"rtol must be a finite number >= 0, got {rtol!r}")
+    saved = None if isinstance(record_or_folder, dict) else _saved_loss(rec, where)
+    res = train_lm(train_ids, data["vocab_size"], probe=probe, device=device, progress=progress, **settings)
+    if saved is not None:
+        _check_replayed_loss(res, rec, saved, rtol)
+    return res
+
+
+def _saved_loss(rec, where):
+    """(path, losses as written) of the record's ``<figure>_loss.csv``, its sha256 checked first."""
+    from . import provenance
+    from .experiments import load_csv
+    fname = f"{rec.get('figure')}_loss.csv"
+    if fname not in (rec.get("files") or {}):
+        raise ValueError(f"{where} lists no {fname} (its files: {sorted(rec.get('files') or {})}): the saved "
+                         "loss to check a replay against is missing; save the run again")
+    path = Path(where).parent / fname
+    if not path.is_file():
+        raise ValueError(f"{path} is missing, though {where} lists it: the saved loss to check the replay "
+                         f"against; {provenance.remake(rec)}")
+    provenance.verify(path, {fname: rec})                # an edited loss file is no reference
+    return path, load_csv(path)["loss"]
+
+
+def _check_replayed_loss(res, rec, saved, rtol):
+    """ValueError naming the first step where the replayed loss is not the saved one (see replay)."""
+    path, want = saved
+    got = np.asarray(res.loss, float)
+    if got.shape != want.shape:
+        raise ValueError(f"the replay has {got.size} steps of loss, {path} {want.size}: not the run it records")
+    if rtol == 0:
+        same = np.array([f"{g:.10g}" == f"{w:.10g}" for g, w in zip(got, want)])
+    else:
+        same = np.abs(got - want) <= rtol * np.abs(want)
+    if not same.all():
+        s = int(np.flatnonzero(~same)[0])
+        dev = next(res.model.parameters()).device if res.model is not None else "?"
+        here = f"device {dev}, torch {torch.__version__}"
+        there = f"device {rec.get('device', '?')}, torch {rec.get('torch', '?')}"
+        raise ValueError(f"the replayed loss is not the saved one: at step {s} replayed {got[s]:.10g}, saved "
+                         f"{want[s]:.10g} in {path} (sha256 checked; final loss replayed {got[-1]:.6g}, saved "
+                         f"{want[-1]:.6g}; tolerance rtol={rtol:g}). The record's settings "
+                         f"({rec.get('settings')}) or the machine differ (here: {here}; recorded: {there}); on "
+                         "another machine pass rtol= and read it as a new run")

@@ -142,8 +142,10 @@ def common_mass(classes: SequenceClasses, Z, what: str = "Z") -> np.ndarray:
     """The share of each class's attention c_n (Eq. 5) on the common tokens G_CT (tokens of more
     than one class): (M, M) -> (K,), (R, M, M) -> (R, K), each in [0, 1]. It starts at the
     common tokens' share of P(.|n) (Z = 0) and falls as the attention scans onto the distinct
-    tokens (Theorem 3); the distinct tokens get 1 - common_mass."""
+    tokens (Theorem 3); the distinct tokens get 1 - common_mass. A token in some but not all
+    classes' contexts (hand-made classes) counts as common, with a ``SharedTokenWarning``."""
     Z = _check_Z_any(classes, Z, what)
+    classes._warn_partly_shared("common_mass")
     common = np.zeros(classes.M, bool)
     common[classes.common_tokens] = True
     c = np.exp(_log_attention(classes, Z))

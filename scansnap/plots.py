@@ -289,7 +289,10 @@ def cn_over_training(classes: SequenceClasses, snapshots: dict, n: int = 0, loss
     """The paper's Fig. 4: c_n (Eq. 5) of class n over its tokens (common, then distinct) at several steps.
 
     ``snapshots`` maps step -> Z of shape (M, M). With ``loss`` (per step), a second panel
-    below shows the training loss. ``ylim`` fixes the c_n axis (a slider compares like with like).
+    below shows the training loss on a log axis; steps where it is exactly 0 (float32 underflow
+    once the decoder is sure: -log 1) are drawn on a floor, float32's eps (1.2e-7) or the
+    smallest positive loss if lower, marked by a dotted line and a legend entry.
+    ``ylim`` fixes the c_n axis (a slider compares like with like).
     """
     support = classes.support(n)
     common = np.intersect1d(support, classes.common_tokens)
@@ -322,7 +325,16 @@ def cn_over_training(classes: SequenceClasses, snapshots: dict, n: int = 0, loss
     ax.set_ylabel(r"attention $c_{l|n}$ (Eq. 5)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if loss is not None:
-        ax2.semilogy(np.arange(len(loss)), loss)
+        loss = np.asarray(loss, float)
+        zero = loss == 0
+        if zero.any():      # log axis: a loss of exactly 0 (float32 underflow) is drawn on a floor, said so
+            positive = loss[~zero]
+            floor = min(np.finfo(np.float32).eps, positive.min() if positive.size else 1.0)
+            ax2.semilogy(np.arange(len(loss)), np.where(zero, floor, loss))
+            ax2.axhline(floor, color="0.5", ls=":", lw=0.8, label=f"loss exactly 0 (float32),\ndrawn at {floor:.1g}")
+            ax2.legend(loc="upper right")
+        else:
+            ax2.semilogy(np.arange(len(loss)), loss)
         ax2.set_xlabel("step")
         ax2.set_ylabel("training loss\n(batch mean)")
     return fig
@@ -367,6 +379,8 @@ def entropy_sweep(num_last, eta_z, ratio, entropy) -> Figure:
     fig.supxlabel(r"$\eta_Y/\eta_Z$")
     fig.supylabel(r"average entropy of $c_n$ on distinct tokens")
     handles, labels = axes.flat[0].get_legend_handles_labels()
+    from matplotlib.lines import Line2D
+    handles, labels = handles + [Line2D([], [], color="k", ls="--", lw=0.5)], labels + [r"$\eta_Y=\eta_Z$"]
     n = int(repeats.min()) if repeats.size else 0
     seeds = (f"{n} seeds" if repeats.min() == repeats.max() else f"{repeats.min()}-{repeats.max()} seeds")
     fig.legend(handles, labels, loc="outside upper center", ncols=len(labels),

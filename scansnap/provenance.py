@@ -349,7 +349,8 @@ def recover(out) -> list[str]:
 def record(figure: str, stage: Path, files, settings: dict, data, env: dict, seconds: float,
            notes=(), argv=None) -> dict:
     """The provenance record of one figure: its files' sha256 (as staged), how they were made.
-    The command is shell-quoted: it can be pasted back into a shell as recorded."""
+    The command is shell-quoted: it can be pasted back into a shell as recorded (under torchrun,
+    ``env`` brings its own: the torchrun line, ``distributed.World.record``)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     return _plain({"format": FORMAT, "figure": figure,
                    "command": shlex.join(["python", "-m", "scansnap", *argv]),
@@ -488,8 +489,10 @@ def verify(path, records: dict) -> dict:
     path = Path(str(path))
     rec = records.get(path.name)
     if rec is None:
-        raise ValueError(f"{path} has no provenance record (no *{SUFFIX} beside it lists it): "
-                         "it was not written by `python -m scansnap reproduce`; regenerate it")
+        missing = missing_record(path)
+        said = (f"its record {missing} is missing (deleted or moved?)" if missing is not None else
+                "it is not part of a result set (a file of your own? move it out of the folder)")
+        raise ValueError(f"{path} has no provenance record (no *{SUFFIX} beside it lists it): {said}")
     try:
         digest = sha256(path)
     except OSError as e:
@@ -499,6 +502,29 @@ def verify(path, records: dict) -> dict:
                          f"(sha256 {digest[:12]}..., recorded {rec['files'][path.name][:12]}...): a mixed "
                          f"or edited set; {remake(rec)}")
     return rec
+
+
+# The CSVs TrainResult.save and LMResult.save write beside <name>.csv: <name>_<part>.csv
+_SET_PARTS = ("_classes", "_loss", "_attention", "_cn", "_right", "_right_cn")
+
+
+def missing_record(path) -> str | None:
+    """The record (``<name>.provenance.json``) a CSV no record lists would have, when its name
+    says it belongs to a result set: a figure's (``fig6.csv``, ``fig4_cn.csv``, ``freeze.csv``),
+    one with its PNG or sibling CSVs beside it (``<name>.png``, ``<name>_loss.csv``), or a saved
+    result's part (``<name>_loss.csv``); None for a file named like no set (``notes.csv``)."""
+    path = Path(str(path))
+    stem, folder = path.name[:-len(".csv")] if path.name.endswith(".csv") else path.stem, path.parent
+    parts = stem.split("_")
+    for i in range(len(parts), 0, -1):
+        name = "_".join(parts[:i])
+        figure = re.fullmatch(r"fig\d+|freeze", name) is not None
+        beside = (folder / f"{name}.png").is_file() or any(
+            q != path for q in folder.glob(f"{name}_*.csv")) or (i < len(parts) and (folder / f"{name}.csv").is_file())
+        part = i < len(parts) and stem[len(name):] in _SET_PARTS
+        if figure or beside or part:
+            return name + SUFFIX
+    return None
 
 
 def remake(rec: dict) -> str:

@@ -801,6 +801,37 @@ def decoder_rounds(F, eta_y: float, rounds: int, modified: bool = True, labels=N
 # One call: what the theory predicts for a training run, on the optimiser's clock
 # ---------------------------------------------------------------------------------------
 
+# Prediction.compare's verdict: observed and predicted values agree within these (absolute).
+# The book's runs (Fig. 4's, chapter 5's 25 rate pairs over 512 steps, the quickstart's) stay
+# within 0.15 nats and 0.11 of common mass; a run far off its prediction (eta_Y = 30,
+# eta_Z = 0.7: common mass 0.002 against 0.342) is 0.34 away.
+ENTROPY_TOLERANCE = 0.2       # nats, distinct-token entropy (Fig. 6's metric, per class)
+COMMON_MASS_TOLERANCE = 0.15  # share of c_n on the common tokens, in [0, 1]
+
+
+class InitWarning(UserWarning):
+    """A run trained from ``init="default"`` (a random Y, Z) compared with the theory, whose
+    dynamics start at Y = Z = 0 (Sec. 4, Theorem 3): the prediction need not hold."""
+
+
+class RegimeWarning(UserWarning):
+    """Rates outside the theory's regime: Theorem 4's t_0 comes before the optimiser's first step
+    ends (``t0_steps < 1``), so the decoder saturates within one step and there is no first
+    stage to predict (:func:`predict`, :meth:`Prediction.compare`)."""
+
+
+def _warn_regime(where: str, ey, ez, t0_steps):
+    """A RegimeWarning naming the runs whose t0_steps < 1 (none: nothing)."""
+    fast = np.flatnonzero(np.asarray(t0_steps) < 1)
+    if fast.size:
+        r = fast[0]
+        warnings.warn(f"{where}: {fast.size} run(s) have t0_steps < 1 (e.g. run {r}, eta_y={ey[r]:g}, eta_z={ez[r]:g}: "
+                      f"t0_steps = {t0_steps[r]:.2g}): Theorem 4's first stage would end within the first step, so "
+                      "the decoder saturates at once (its softmax one-hot, no gradient left for the attention); "
+                      "that is outside the theory, and the prediction need not hold: lower eta_y",
+                      RegimeWarning, stacklevel=3)
+
+
 @dataclass(repr=False)
 class Prediction:
     """What the theory predicts for R runs of ``scansnap.train`` (SGD, LN, no residual, from
@@ -902,7 +933,7 @@ class Prediction:
             "tied": np.tile([len(w) > 1 for w in self.winners], R),
             "distinct_entropy": ent.ravel() + 0.0, "support_entropy": sup.ravel() + 0.0, "common_mass": com.ravel()})
 
-    def compare(self, result, step=None):
+    def compare(self, result, step=None, entropy_tol=ENTROPY_TOLERANCE, common_mass_tol=COMMON_MASS_TOLERANCE):
         """A run against the prediction: a pandas DataFrame, one row per (run, class).
 
         ``result``: the ``TrainResult`` the prediction was made for: the same runs (rates), the
@@ -920,7 +951,20 @@ class Prediction:
         counting only the order the theory makes: the observed ranks are averaged within each
         group of tied tokens, so 1 means every predicted order holds (NaN where the theory
         orders nothing: fewer than two distinct tokens, or all tied); the observed and predicted
-        distinct-token entropy and common-token mass.
+        distinct-token entropy and common-token mass; and a verdict on the magnitudes:
+        ``entropy_ok`` (observed and predicted distinct-token entropy within ``entropy_tol``
+        nats, default 0.2), ``common_mass_ok`` (common mass within ``common_mass_tol``, an
+        absolute share, default 0.15; NaN beside NaN counts as agreement), and ``agrees``: the
+        top token as predicted *and* both magnitudes within tolerance. Read ``agrees``, not
+        ``top_as_predicted`` or ``rank_correlation`` alone: a run can order its tokens as
+        predicted while its magnitudes are far off (at eta_Y = 30, eta_Z = 0.7 a run's common
+        mass is 0.002 against a predicted 0.342, with rank correlation 1). The defaults hold the
+        book's own runs with room (see ``ENTROPY_TOLERANCE``); tighten them for long runs.
+
+        A result with diverged runs (``result.diverged``, see ``scansnap.train``) is a
+        ValueError naming them: their numbers are no result (compare the others:
+        ``result.select(~result.diverged)``). A result trained with ``init="default"`` is
+        compared with an :class:`InitWarning`: the theory starts at Y = Z = 0.
 
         When a run's top token is not among the predicted winners (``top_as_predicted`` False),
         that is not only at exact ties: Theorem 3 orders the tokens by P(l|n) from Z = 0 in the
@@ -934,7 +978,17 @@ class Prediction:
         disagreement by the gap in P(l|n) between the tokens (``classes.probs``).
 
         Classes outside the theory's layout (``layout``) are compared too, with a
-        ClassLayoutWarning."""
+        ClassLayoutWarning; rates with ``t0_steps < 1`` (the decoder saturates within one step,
+        outside the theory) with a :class:`RegimeWarning`.
+
+        ``t0_steps`` is the theory's (Theorem 4, Lemma 9), not measured on the run: t_0 is defined
+        on the noiseless decoder dynamics, which a run with batches has no exact counterpart of.
+        To see it on a run, keep snapshots (``train(..., snapshot_steps=range(0, steps + 1))``)
+        and read where the common-token mass falls fastest,
+        ``1 + np.argmin(np.diff([result.common_mass(s).mean() for s in range(steps + 1)]))``: the
+        scan's first stage ends as the attention starts leaving the common tokens (Theorem 3). On
+        K=4, M=40 classes at eta_Z=2, that step is within a factor of 2 of ``t0_steps`` (eta_Y = 2
+        and 10; ``tests/test_research_saturation.py``)."""
         import pandas as pd
         from scipy.stats import rankdata
 
@@ -945,6 +999,12 @@ class Prediction:
                                                          and np.allclose(result.eta_z, self.eta_z)):
             raise ValueError("the result's runs (eta_y, eta_z) are not the prediction's: "
                              "predict with result.predict() or the same rates")
+        if getattr(result, "diverged", None) is not None and np.any(result.diverged):
+            bad = np.flatnonzero(result.diverged)
+            raise ValueError(f"run(s) {', '.join(map(str, bad[:10]))}{', ...' if len(bad) > 10 else ''} of the result "
+                             f"diverged (e.g. eta_y={result.eta_y[bad[0]]:g}, eta_z={result.eta_z[bad[0]]:g}): their "
+                             "numbers are no result to compare; compare the others with "
+                             "result.select(~result.diverged) and the prediction for them")
         cfg = result.config
         if cfg.get("optimizer") != "sgd" or cfg.get("residual") or not cfg.get("normalize", True):
             raise ValueError(f"the prediction is for SGD with LN and no residual; the result used "
@@ -974,6 +1034,12 @@ class Prediction:
         if self.layout is not None:
             warnings.warn(f"compare: {self.layout}; the prediction is outside the theory's assumptions",
                           ClassLayoutWarning, stacklevel=2)
+        _warn_regime("compare", self.eta_y, self.eta_z, self.t0_steps)
+        if cfg.get("init", "zero") != "zero":
+            warnings.warn(f"compare: the result was trained with init={cfg.get('init')!r}; the theory starts at "
+                          "Y = Z = 0 (train's init='zero'), so its winners and magnitudes need not hold",
+                          InitWarning, stacklevel=2)
+        entropy_tol, common_mass_tol = positive("entropy_tol", entropy_tol), positive("common_mass_tol", common_mass_tol)
         Z = Z.double().numpy()
         c = attention_limit_all(self.classes, Z)
         R, K = len(self.eta_y), self.classes.K
@@ -997,6 +1063,9 @@ class Prediction:
         winners = [tuple(int(t) for t in w) for w in self.winners]
         top_ok = np.array([[observed_top[r, n] in winners[n] for n in range(K)] for r in range(R)])
         at = self.steps if step is None else step
+        ent, ent_p = class_entropy(self.classes, Z).ravel() + 0.0, class_entropy(self.classes, predicted).ravel() + 0.0
+        com, com_p = common_mass(self.classes, Z).ravel(), common_mass(self.classes, predicted).ravel()
+        ent_ok, com_ok = _within(ent, ent_p, entropy_tol), _within(com, com_p, common_mass_tol)
         return pd.DataFrame({
             "run": np.repeat(np.arange(R), K), "class": np.tile(np.arange(K), R),
             "eta_y": np.repeat(self.eta_y, K), "eta_z": np.repeat(self.eta_z, K),
@@ -1006,10 +1075,16 @@ class Prediction:
             "tied": np.tile([len(w) > 1 for w in winners], R), "top_as_predicted": top_ok.ravel(),
             "predicted_top": np.tile([w[0] for w in winners], R),
             "rank_correlation": rho.ravel(),
-            "distinct_entropy": class_entropy(self.classes, Z).ravel() + 0.0,
-            "predicted_distinct_entropy": class_entropy(self.classes, predicted).ravel() + 0.0,
-            "common_mass": common_mass(self.classes, Z).ravel(),
-            "predicted_common_mass": common_mass(self.classes, predicted).ravel()})
+            "distinct_entropy": ent, "predicted_distinct_entropy": ent_p,
+            "common_mass": com, "predicted_common_mass": com_p,
+            "entropy_ok": ent_ok, "common_mass_ok": com_ok, "agrees": top_ok.ravel() & ent_ok & com_ok})
+
+
+def _within(observed, predicted, tol) -> np.ndarray:
+    """|observed - predicted| <= tol, elementwise; NaN beside NaN (nothing to measure) agrees."""
+    both_nan = np.isnan(observed) & np.isnan(predicted)
+    with np.errstate(invalid="ignore"):
+        return (np.abs(observed - predicted) <= tol) | both_nan
 
 
 def _tokens(w) -> str:
@@ -1032,7 +1107,9 @@ def predict(classes: SequenceClasses, eta_y=1.0, eta_z=1.0, steps: int = 100, mo
       optimiser on the T -> infinity, infinite-batch gradient), and at ``snapshot_steps``.
 
     ``eta_y``, ``eta_z``: scalars or one value per run (R); runs with the same pair are computed
-    once. t_0 needs M >= 4 (Lemma 8). Compare with a run: ``predict(...).compare(result)``, or
+    once. t_0 needs M >= 4 (Lemma 8). Rates whose t_0 falls within the first step
+    (``t0_steps < 1``: the decoder saturates at once) are outside the theory: a
+    :class:`RegimeWarning` names them. Compare with a run: ``predict(...).compare(result)``, or
     ``result.predict()`` which takes the run's own rates, steps and momentum.
     """
     if not isinstance(classes, SequenceClasses):
@@ -1063,6 +1140,7 @@ def predict(classes: SequenceClasses, eta_y=1.0, eta_z=1.0, steps: int = 100, mo
         ranking.append(toks[order])
         ties.append(bool(len(np.unique(p)) < len(p)))
         winners.append(toks[p == p.max()] if len(p) else toks)
+    _warn_regime("predict", ey, ez, t0_steps)
     layout = classes.layout_issue()
     if layout is not None:
         warnings.warn(f"predict: {layout}; the prediction is outside the theory's assumptions",

@@ -26,11 +26,13 @@ OPTIMIZERS = ("sgd", "adam")
 PATHS = ("counts", "support", "tokens")
 GRADS = ("lemma1", "autograd")
 MIN_RUNS_PER_WORKER = 8   # fewer runs a thread: the per-op overhead outweighs the second core
-DIVERGED_FACTOR = 10.0   # a run ending above 10 x max(first loss, ln M) has diverged (see train)
+DIVERGED_FACTOR = 10.0   # a run whose loss is ever above 10 x max(first loss, ln M) has diverged (see train)
+SATURATED_STEPS = 2      # a run whose loss is exactly 0 after at most 2 updates has saturated (see train)
 
 
 class DivergenceWarning(UserWarning):
-    """Some runs of a Y/Z training diverged (their loss ended far above where it started)."""
+    """Some runs of a Y/Z training diverged (their loss rose far above where it started, at some step)
+    or saturated (their loss was exactly 0 within ``SATURATED_STEPS`` updates): see :func:`train`."""
 
 
 class BatchedOptimizer:
@@ -103,7 +105,9 @@ class TrainResult:
       for (0 = the initial Z; ``steps`` = the final Z).
     - ``config``: the settings (steps, batch, T, optimizer, momentum, init, path, grad, dtype as
       its name, e.g. ``"float32"``, ...; device).
-    - ``diverged``: (R,) bool, runs whose loss ended far above where it started (see :func:`train`).
+    - ``diverged``: (R,) bool, runs whose loss rose above ``DIVERGED_FACTOR`` (10) x max(first loss,
+      ln M) at some step, or that saturated (loss exactly 0 within ``SATURATED_STEPS`` (2)
+      updates; see :func:`train`); their numbers are no result.
     - ``classes``: the :class:`~scansnap.data.SequenceClasses` trained on.
     - ``seconds``: the wall time :func:`train` took (what :meth:`save` records), or None.
 
@@ -138,11 +142,14 @@ class TrainResult:
         cfg = self.config
         opt = cfg.get("optimizer", "?") + (f" (momentum {cfg['momentum']:g})" if cfg.get("optimizer") == "sgd" else "")
         div = int(np.sum(self.diverged)) if self.diverged is not None else 0
+        sat = int(np.sum(saturated(self.loss) & self.diverged)) if self.diverged is not None else 0
         return "\n".join([
             f"TrainResult: {R} run{'s' * (R != 1)} x {steps} steps of {opt}, init {cfg.get('init', '?')!r}, {shape}",
             f"  eta_y {_short(np.unique(self.eta_y))}; eta_z {_short(np.unique(self.eta_z))}; "
             f"seeds {_short(np.unique(self.seed))}",
-            f"  median loss {np.median(self.loss[:, 0]):.4g} -> {np.median(self.loss[:, -1]):.4g}; {div} diverged",
+            f"  median loss {np.median(self.loss[:, 0]):.4g} -> {np.median(self.loss[:, -1]):.4g}; {div} diverged "
+            f"(loss ever above {DIVERGED_FACTOR:g}x its start)"]
+            + ([f"  ... or saturated: {sat} (loss exactly 0 within {SATURATED_STEPS} steps)"] if sat else []) + [
             f"  loss {tuple(self.loss.shape)}; Y, Z {tuple(self.Z.shape)}",
             f"  snapshots {{step: Z}} at {_short(sorted(self.snapshots), 'steps')}" if self.snapshots
             else "  snapshots: none (train(..., snapshot_steps=[...]))"])
@@ -408,12 +415,26 @@ def train(classes: SequenceClasses, *, eta_y=1.0, eta_z=1.0, seeds=0, steps: int
     shrink error bars): that is a ValueError.
 
     Divergence: a NaN or inf loss raises ``FloatingPointError`` naming the first such run.
-    A run whose loss stays finite but ends far above where it started (the mean of the last
-    tenth of its steps above ``DIVERGED_FACTOR`` x max(its first loss, ln M), the loss of
-    guessing uniformly) is reported, not hidden: a :class:`DivergenceWarning` names every
-    such run, its rates and seed and the first step its loss crossed that line, and
-    ``TrainResult.diverged`` marks them. A warning rather than an error, so one absurd
-    rate does not throw away the rest of a sweep; its numbers are still no result.
+    A run whose loss stays finite but rises, at any step, above ``DIVERGED_FACTOR`` (10) x
+    max(its first loss, ln M) (ln M: the loss of guessing uniformly, Y = 0) has diverged, even
+    if its loss falls back later: at absurd rates one step throws Y and Z to ~1e13, the softmax
+    saturates and the batch loss then reads exactly 0, which is no convergence. Such runs are
+    reported, not hidden: a :class:`DivergenceWarning` names every one, its rates and seed and
+    the first step its loss crossed that line, and ``TrainResult.diverged`` marks them (the
+    command line refuses to make a figure of them, by the same flag). A warning rather than an
+    error, so one absurd rate does not throw away the rest of a sweep; its numbers are still
+    no result. The book's runs (Figs. 4-6's and chapter 5's rates, up to eta_Y = 30 with
+    momentum 0.9) never rise above their first loss.
+
+    Saturation counts the same way (one flag, ``diverged``, one warning): a run whose batch loss
+    is exactly 0 after at most ``SATURATED_STEPS`` (2) updates. At an absurd eta_Y (1e5, say)
+    the first step throws Y to ~1e8, the decoder's softmax saturates (the loss reads exactly 0
+    in float32), and the attention's gradient, which passes through the decoder's error
+    (Lemma 1, Eq. 6: gamma = 0 once the prediction is one-hot), is exactly 0: Z never moves, and
+    its entropies are those of Z = 0, which says nothing about the scan. Ordinary runs reach a
+    loss of exactly 0 too, later (float32 underflow once a class's logit gap passes ~17: at
+    eta_Y = 5, eta_Z = 2 after ~10 steps); that is convergence, not saturation, and is not
+    flagged. No run of the book saturates (``tests/test_research_saturation.py``).
     """
     if not isinstance(classes, SequenceClasses):
         raise ValueError(f"classes must be a SequenceClasses, got {type(classes).__name__}")
@@ -614,20 +635,35 @@ def _no_duplicate_runs(ey, ez, seeds):
         seen[key] = r
 
 
+def saturated(losses) -> np.ndarray:
+    """(R,) bool: runs whose batch loss is exactly 0 after at most ``SATURATED_STEPS`` updates
+    (``losses[:, 1:SATURATED_STEPS + 1]``; ``losses[:, 0]`` is the loss before any update): the
+    decoder's softmax saturated at once, so the attention gets no gradient (see :func:`train`)."""
+    losses = np.asarray(losses)
+    return np.any(losses[:, 1:SATURATED_STEPS + 1] == 0, axis=1)
+
+
 def _divergence_report(losses, M, ey, ez, seeds):
-    """Runs whose loss ends far above where it started: warn naming each; return the mask (R,)."""
-    steps = losses.shape[1]
+    """Runs whose loss rises above DIVERGED_FACTOR x max(first loss, ln M) at some step, or is
+    exactly 0 within SATURATED_STEPS updates (:func:`saturated`): warn naming each; return the
+    mask (R,)."""
     line = DIVERGED_FACTOR * np.maximum(losses[:, 0], np.log(M))
-    tail = losses[:, steps - max(1, steps // 10):].mean(axis=1)
-    diverged = tail > line
+    above = losses > line[:, None]
+    sat = saturated(losses)
+    diverged = above.any(axis=1) | sat
     if diverged.any():
         runs = np.flatnonzero(diverged)
-        first = [int(np.argmax(losses[r] > line[r])) for r in runs]
-        shown = "; ".join(f"run {r} (eta_y={ey[r]:g}, eta_z={ez[r]:g}, seed={seeds[r]}) from step {s}"
-                          for r, s in list(zip(runs, first))[:10])
+        blown = above.any(axis=1)
+        how = lambda r: (f"from step {int(np.argmax(above[r]))}" if blown[r] else
+                         f"saturated, loss exactly 0 from step {int(np.argmax(losses[r, 1:] == 0)) + 1}")
+        shown = "; ".join(f"run {r} (eta_y={ey[r]:g}, eta_z={ez[r]:g}, seed={seeds[r]}) {how(r)}" for r in runs[:10])
         more = f"; and {len(runs) - 10} more" if len(runs) > 10 else ""
-        warnings.warn(f"{len(runs)} of {len(ey)} runs diverged (loss above {DIVERGED_FACTOR:g} x "
-                      f"max(initial loss, ln M) at the end; worst {tail[runs].max():.3g}): {shown}{more}. "
+        why = (f"saturated (loss exactly 0 within {SATURATED_STEPS} updates: the decoder's softmax saturated at once, "
+               "so the attention Z got no gradient)")
+        if blown.any():
+            why = (f"diverged (loss above {DIVERGED_FACTOR:g} x max(initial loss, ln M) at some step; worst "
+                   f"{losses[runs].max():.3g})" + (f" or {why}" if (sat & ~blown).any() else ""))
+        warnings.warn(f"{len(runs)} of {len(ey)} runs {why}: {shown}{more}. "
                       "Their numbers are no result; lower the learning rates.",
                       DivergenceWarning, stacklevel=3)
     return diverged

@@ -60,7 +60,9 @@ def test_two_ranks_write_what_one_process_writes(tmp_path):
     for name in a:
         if name.endswith(".provenance.json"):
             ra, rb = json.loads(a[name]), json.loads(b[name])
-            assert rb["world_size"] == 2 and rb["backend"] == "gloo" and rb["launcher"] == "torchrun"
+            assert rb["world_size"] == 2 and rb["backend"] == "gloo"
+            assert rb["launcher"] == "torchrun --standalone --nproc_per_node 2"      # how to re-run it
+            assert rb["command"].startswith("torchrun --standalone --nproc_per_node 2 -m scansnap reproduce fig6 fig7 fig10")
             assert ra["world_size"] == 1
             assert ra["settings"] == rb["settings"] and ra["files"] == rb["files"]   # the same sha256 for each file
         else:

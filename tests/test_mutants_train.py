@@ -19,14 +19,16 @@ def _report(L, M=34):
     return d, [str(x.message) for x in w if issubclass(x.category, DivergenceWarning)]
 
 
-def test_divergence_tail_of_a_short_run_is_its_last_step():
-    """The tail is the last tenth of the steps, at least one step: with 10 steps, the last one."""
-    L = np.full((2, 10), 5.0)               # line = 10 * max(5, ln 34) = 50
-    L[0, -1] = 120.0                        # last step far above: diverged (the step before is 5)
-    L[1, -2] = 120.0                        # one step above, but not the last: not diverged
+def test_divergence_is_any_step_above_the_line():
+    """Any step above 10 x max(first loss, ln M) is a divergence, the last or an earlier one (a
+    loss that blew up and then read 0, a saturated softmax, included: issue 27)."""
+    L = np.full((3, 10), 5.0)               # line = 10 * max(5, ln 34) = 50
+    L[0, -1] = 120.0                        # last step far above: diverged from step 9
+    L[1, -2] = 120.0                        # one step above, then back: diverged from step 8
+    L[2, 4] = 50.0                          # on the line, not above: not diverged
     d, msgs = _report(L)
-    np.testing.assert_array_equal(d, [True, False])
-    assert len(msgs) == 1 and "1 of 2 runs diverged" in msgs[0] and "from step 9" in msgs[0]
+    np.testing.assert_array_equal(d, [True, True, False])
+    assert len(msgs) == 1 and "2 of 3 runs diverged" in msgs[0] and "from step 9" in msgs[0] and "from step 8" in msgs[0]
 
 
 @pytest.mark.parametrize("n", [10, 11, 12])
@@ -292,19 +294,19 @@ def test_float32_run_trains_with_float32_rates(path, optimizer):
 # ---------------------------------------------------------------------------------------
 
 def test_divergence_tail_line_first_crossing_and_message():
-    """20 steps: the tail is the last 2 (a tenth); the line 10 x max(5, ln 34) = 50.
-    Run 0 ends exactly on the line (tail 50): not above it, not diverged. Run 1's last step is
-    90 but its tail mean is 47.5: not diverged. Run 2 touches the line at step 3 (50, not
-    above) and crosses it at step 18: diverged from step 18. Run 3's tail is 50.5: diverged
-    from step 19. The message lists the runs joined by '; ' and nothing after the last one."""
+    """20 steps; the line 10 x max(5, ln 34) = 50. Run 0 ends exactly on the line: not above
+    it, not diverged. Run 1's last step is 90: diverged from step 19. Run 2 touches the line at
+    step 3 (50, not above) and crosses it at step 18: diverged from step 18. Run 3's last step
+    is 96: from step 19. The message lists the runs joined by '; ' and nothing after the last one."""
     L = np.full((4, 20), 5.0)
     L[0, -2:] = 50.0
     L[1, -1] = 90.0
     L[2, 3], L[2, -2:] = 50.0, 120.0
     L[3, -1] = 96.0
     d, msgs = _report(L)
-    np.testing.assert_array_equal(d, [False, False, True, True])
-    assert msgs == ["2 of 4 runs diverged (loss above 10 x max(initial loss, ln M) at the end; worst 120): "
+    np.testing.assert_array_equal(d, [False, True, True, True])
+    assert msgs == ["3 of 4 runs diverged (loss above 10 x max(initial loss, ln M) at some step; worst 120): "
+                    "run 1 (eta_y=1, eta_z=2, seed=1) from step 19; "
                     "run 2 (eta_y=1, eta_z=2, seed=2) from step 18; run 3 (eta_y=1, eta_z=2, seed=3) from step 19. "
                     "Their numbers are no result; lower the learning rates."]
 

@@ -428,8 +428,9 @@ def test_read_results_checks_every_file_its_record_lists(tmp_path):
         fh.write(b"x")
     with pytest.raises(ValueError, match=r"mine.png is not the file its provenance \(mine.provenance.json\) describes"):
         read_results(tmp_path, paper=False)
-    (tmp_path / "mine.png").unlink()              # the package ships the book's CSVs without their PNGs
-    assert list(read_results(tmp_path, paper=False)) == ["mine"]
+    (tmp_path / "mine.png").unlink()              # listed but missing: an incomplete set (issue 27)
+    with pytest.raises(ValueError, match=r"mine\.png is missing, though its record mine\.provenance\.json lists it"):
+        read_results(tmp_path, paper=False)
 
 
 @pytest.fixture(scope="module")
@@ -567,6 +568,6 @@ def test_a_diverged_run_of_the_sweep_is_refused_not_written(tmp_path, capsys):
     err = capsys.readouterr().err
     assert status == 1, err
     last = err.strip().splitlines()[-1]
-    assert "fig6: 1 run(s) of the sweep diverged (num_last 1, eta_z 1e+09, ratio 1, seed 1)" in last, last
+    assert "fig6: 1 run(s) of the sweep diverged or saturated (num_last 1, eta_z 1e+09, ratio 1, seed 1)" in last, last
     assert "not written (previous sets, if any, kept): fig6" in last
     assert not list(out.glob("fig6*"))

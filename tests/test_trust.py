@@ -126,7 +126,7 @@ def test_absurd_rates_are_reported_as_diverged():
 
 
 def test_divergence_line_is_ten_times_the_start():
-    """The report's rule on hand-made histories: above 10 x max(first loss, ln M) at the end."""
+    """The report's rule on hand-made histories: above 10 x max(first loss, ln M) at some step."""
     from scansnap.train import DIVERGED_FACTOR, _divergence_report
     assert DIVERGED_FACTOR == 10.0
     M = 34
