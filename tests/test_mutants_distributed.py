@@ -238,11 +238,24 @@ def test_init_on_gpus_takes_nccl_and_the_ranks_own_gpu(fake, torchrun_env, monke
     assert fd.calls == [("init_process_group", "nccl", 1, 3, datetime.timedelta(seconds=7200))]
 
 
-def test_a_world_is_main_on_rank_0_and_records_the_launcher():
+def test_a_world_is_main_on_rank_0_and_records_the_launcher(monkeypatch):
+    """The record's torchrun line: one machine (--standalone) and the world size a machine when
+    torchrun's LOCAL_WORLD_SIZE and GROUP_WORLD_SIZE are absent or empty; the command line is
+    this process's own by default (test_research_trust.py checks the variables given)."""
     w = World(0, 4, 0, "gloo")
     assert w.main and not World(1, 4, 1, "gloo").main
-    assert w.record() == {"launcher": "torchrun", "world_size": 4, "backend": "gloo"}
-    assert World(3, 8, 1, "nccl").record() == {"launcher": "torchrun", "world_size": 8, "backend": "nccl"}
+    monkeypatch.setattr(sys, "argv", ["/x/scansnap/__main__.py", "reproduce", "fig7"])
+    for env in ({}, {"LOCAL_WORLD_SIZE": "", "GROUP_WORLD_SIZE": ""}):
+        assert w.record(environ=env) == {
+            "launcher": "torchrun --standalone --nproc_per_node 4",
+            "command": "torchrun --standalone --nproc_per_node 4 -m scansnap reproduce fig7",
+            "world_size": 4, "backend": "gloo"}
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "3")
+    monkeypatch.setenv("GROUP_WORLD_SIZE", "2")
+    assert World(3, 6, 0, "nccl").record(["reproduce", "--out", "a b"]) == {
+        "launcher": "torchrun --nnodes 2 --nproc_per_node 3",
+        "command": "torchrun --nnodes 2 --nproc_per_node 3 -m scansnap reproduce --out 'a b'",
+        "world_size": 6, "backend": "nccl"}
 
 
 class Flushed(io.StringIO):
