@@ -425,6 +425,8 @@ def _read_results(folder, paper: bool, every_file: bool) -> dict:
                 raise ValueError(f"{folder / name} is missing, though its record {rec['figure']}{provenance.SUFFIX} "
                                  f"lists it: an incomplete set; {provenance.remake(rec, folder)}")
             provenance.verify(folder / name, records)
+    for rec in {r["figure"]: r for r in records.values()}.values():     # last: the records' own hashes
+        provenance.check_record_hash(folder / f"{rec['figure']}{provenance.SUFFIX}", rec)
     return out
 
 

@@ -142,7 +142,9 @@ class TrainResult:
         cfg = self.config
         opt = cfg.get("optimizer", "?") + (f" (momentum {cfg['momentum']:g})" if cfg.get("optimizer") == "sgd" else "")
         div = int(np.sum(self.diverged)) if self.diverged is not None else 0
-        sat = int(np.sum(saturated(self.loss) & self.diverged)) if self.diverged is not None else 0
+        line = DIVERGED_FACTOR * np.maximum(self.loss[:, 0], np.log(M))
+        above = np.any(self.loss > line[:, None], axis=1)                 # the two causes of the one flag
+        sat = int(np.sum(saturated(self.loss) & ~above & self.diverged)) if self.diverged is not None else 0
         return "\n".join([
             f"TrainResult: {R} run{'s' * (R != 1)} x {steps} steps of {opt}, init {cfg.get('init', '?')!r}, {shape}",
             f"  eta_y {_short(np.unique(self.eta_y))}; eta_z {_short(np.unique(self.eta_z))}; "
