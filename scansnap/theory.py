@@ -1091,7 +1091,8 @@ class Prediction:
         winners = [tuple(int(t) for t in w) for w in self.winners]
         top_ok = np.array([[observed_top[r, n] in winners[n] for n in range(K)] for r in range(R)])
         at = self.steps if step is None else step
-        ent, ent_p = class_entropy(self.classes, Z).ravel() + 0.0, class_entropy(self.classes, predicted).ravel() + 0.0
+        ent = class_entropy(self.classes, Z, what="compare: the run's Z").ravel() + 0.0
+        ent_p = class_entropy(self.classes, predicted, what="compare: the predicted Z").ravel() + 0.0
         com, com_p = common_mass(self.classes, Z).ravel(), common_mass(self.classes, predicted).ravel()
         ent_ok, com_ok = _within(ent, ent_p, entropy_tol), _within(com, com_p, common_mass_tol)
         why = _outside(self, cfg, c, R, K)

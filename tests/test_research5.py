@@ -120,3 +120,33 @@ def test_shipped_records_carry_and_match_their_hash():
         rec = json.loads(p.read_text())
         assert rec.get(provenance.RECORD_HASH) == provenance.record_digest(rec), p.name
     read_results(folder)
+
+
+def test_progress_bar_says_one_vocabulary(monkeypatch):
+    """Was "1 vocabularies x 5 steps"."""
+    from scansnap import experiments
+    descs = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_tqdm(*a, desc="", **k):
+        descs.append(desc)
+        raise Stop                                                       # the bar is all this test needs
+
+    monkeypatch.setattr(experiments, "tqdm", fake_tqdm)
+    for nl in ([1], [1, 3]):
+        with pytest.raises(Stop):
+            experiments.syn_medium_sweep(num_last=nl, eta_z=[1.0], ratio=[1.0], seeds=[1], steps=5)
+    assert descs == ["Syn-Medium sweep, 1 vocabulary x 5 steps", "Syn-Medium sweep, 2 vocabularies x 5 steps"]
+
+
+def test_summary_line_names_one_flag_and_its_causes(own):
+    """Was "1 diverged (loss ever above 10x its start)" then "... or saturated: 1": one run, read as two."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = train(own, eta_y=[1e8, 2.0], eta_z=1.0, seeds=1, steps=5)
+    text = repr(res)
+    assert "1 flagged (diverged or saturated, see .diverged)" in text
+    assert "of them 0 diverged (loss ever above 10x its start), 1 saturated (loss exactly 0 within 2 steps)" in text
+    assert "or saturated:" not in text
