@@ -43,7 +43,7 @@ def syn_medium_sweep(num_last=FIG6["num_last"], eta_z=FIG6["eta_z"], ratio=FIG6[
     out = {}
     # one tick per training step of one vocabulary: the bar's total is vocabularies x steps
     bar = tqdm(total=len(num_last) * kw["steps"], disable=not progress, unit="step",
-               desc=f"Syn-Medium sweep, {len(num_last)} vocabularies x {kw['steps']} steps")
+               desc=f"Syn-Medium sweep, {len(num_last)} vocabular{'y' if len(num_last) == 1 else 'ies'} x {kw['steps']} steps")
     try:              # closed however the sweep ends: a bar left open is drawn again at exit, below the last line
         for i, nl in enumerate(num_last):
             bar.set_postfix_str(f"num_last={nl} ({i + 1} of {len(num_last)}), {len(sd)} run{'s' * (len(sd) != 1)}",
@@ -423,8 +423,10 @@ def _read_results(folder, paper: bool, every_file: bool) -> dict:
             if not (folder / name).is_file():
                 rec = records[name]
                 raise ValueError(f"{folder / name} is missing, though its record {rec['figure']}{provenance.SUFFIX} "
-                                 f"lists it: an incomplete set; {provenance.remake(rec)}")
+                                 f"lists it: an incomplete set; {provenance.remake(rec, folder)}")
             provenance.verify(folder / name, records)
+    for rec in {r["figure"]: r for r in records.values()}.values():     # last: the records' own hashes
+        provenance.check_record_hash(folder / f"{rec['figure']}{provenance.SUFFIX}", rec)
     return out
 
 

@@ -707,7 +707,7 @@ def _saved_loss(rec, where):
     path = Path(where).parent / fname
     if not path.is_file():
         raise ValueError(f"{path} is missing, though {where} lists it: the saved loss to check the replay "
-                         f"against; {provenance.remake(rec)}")
+                         f"against; {provenance.remake(rec, Path(where).parent)}")
     provenance.verify(path, {fname: rec})                # an edited loss file is no reference
     return path, load_csv(path)["loss"]
 

@@ -13,6 +13,35 @@ from .data import SequenceClasses
 
 _SUM_TOL = 1e-3   # attention rows sum to 1; maps read back from a CSV carry 6 digits
 
+# Below this share of a class's attention c_n on its distinct tokens G_DT(n), the distinct-token
+# entropy is undefined (NaN, with an UndefinedEntropyWarning naming the class): renormalising a
+# share of, say, 1e-30 measures rounding, and its near-0 entropy would read as perfectly sparse
+# attention while all of it sits on the common tokens (eta_Z = 300: common mass 1.000, entropy
+# 3.5e-10). The book's runs keep far more than this on their distinct tokens.
+DISTINCT_MASS_MIN = 1e-6
+
+
+class UndefinedEntropyWarning(RuntimeWarning):
+    """A class's distinct-token entropy is NaN: its attention on its distinct tokens is below
+    ``DISTINCT_MASS_MIN`` of the whole (all of it on the common tokens), so it has no sparsity."""
+
+
+def _undefined_where_negligible(classes: SequenceClasses, Z, ent: np.ndarray, what: str) -> np.ndarray:
+    """``ent`` (..., K) with NaN where the class's attention mass on G_DT(n) < DISTINCT_MASS_MIN,
+    and an UndefinedEntropyWarning naming the (run and) class."""
+    import warnings
+    mass = np.sum(np.where(classes.distinct_mask, np.exp(_log_attention(classes, Z)), 0.0), axis=-1)
+    low = mass < DISTINCT_MASS_MIN
+    if low.any():
+        idx = tuple(int(i) for i in np.argwhere(low)[0])
+        where = f"run {idx[0]}, class {idx[1]}" if len(idx) == 2 else f"class {idx[0]}"
+        warnings.warn(f"{what}: {int(low.sum())} class(es) have distinct-token entropy NaN (e.g. {where}: its "
+                      f"attention on its distinct tokens is {mass[idx]:.2g} of the whole, below {DISTINCT_MASS_MIN:g}; "
+                      "all of it is on the common tokens, so there is no sparsity to measure, not perfect sparsity)",
+                      UndefinedEntropyWarning, stacklevel=3)
+        ent = np.where(low, np.nan, ent)
+    return ent
+
 
 def _entropy(p, axis=-1):
     p = np.asarray(p, float)
@@ -37,7 +66,9 @@ def distinct_entropy(classes: SequenceClasses, Z, what: str = "Z") -> np.ndarray
 
     Z is (M, M) or (R, M, M); returns a float or (R,). c_n is the long-sequence attention
     of Eq. 5 (natural log). Lower entropy = sparser attention on the distinct tokens.
-    ``what`` names Z in error messages.
+    ``what`` names Z in error messages. A class with less than ``DISTINCT_MASS_MIN`` (1e-6) of
+    its attention on G_DT(n) has no distinct-token entropy (see :func:`class_entropy`): the mean
+    is then NaN, with an :class:`UndefinedEntropyWarning` naming the class.
     """
     Z = _check_Z(classes, Z, what)
     # c_n restricted to G_DT(n) and renormalised is a softmax of log P(l|n) + z_{psi(n) l} over
@@ -49,7 +80,7 @@ def distinct_entropy(classes: SequenceClasses, Z, what: str = "Z") -> np.ndarray
     logit = np.where(classes.distinct_mask, logit, -np.inf)
     d = np.exp(logit - logit.max(axis=-1, keepdims=True))
     d = d / d.sum(axis=-1, keepdims=True)
-    return _entropy(d).mean(axis=-1)
+    return _undefined_where_negligible(classes, Z, _entropy(d), what).mean(axis=-1)
 
 
 def attention_entropy(attn, causal: bool = True, what: str = "attention maps") -> float:
@@ -129,13 +160,17 @@ def class_entropy(classes: SequenceClasses, Z, over: str = "distinct", what: str
     is Fig. 6's :func:`distinct_entropy`; at most ln |G_DT(n)|). ``over="support"``: supp(n),
     every token class n can show (common and distinct; at most ln |supp(n)|). Lower = sparser.
     Computed from log weights: a set whose attention underflows to 0 in float64 still gets its
-    true entropy, never 0 from 0/0.
+    true entropy, never 0 from 0/0. With ``over="distinct"``, a class whose attention on G_DT(n)
+    is below ``DISTINCT_MASS_MIN`` (1e-6) of the whole gets NaN, with an
+    :class:`UndefinedEntropyWarning` naming it: all its attention is on the common tokens, which
+    is no sparsity, though the renormalised rounding would read as an entropy near 0.
     """
     if over not in OVER:
         raise ValueError(f"over must be one of {OVER}, got {over!r}")
     Z = _check_Z(classes, Z, what) if over == "distinct" else _check_Z_any(classes, Z, what)
     mask = classes.distinct_mask if over == "distinct" else classes.probs > 0
-    return _restricted_entropy(_log_attention(classes, Z), mask)
+    ent = _restricted_entropy(_log_attention(classes, Z), mask)
+    return _undefined_where_negligible(classes, Z, ent, what) if over == "distinct" else ent
 
 
 def common_mass(classes: SequenceClasses, Z, what: str = "Z") -> np.ndarray:

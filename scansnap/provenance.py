@@ -364,6 +364,8 @@ def commit(stage: Path, out: Path, figure: str, rec: dict) -> list[str]:
     a journal, the moves, the record last), under the folder's lock with interrupts held
     back. Returns the names moved; an OSError (the previous set back in place) if it fails."""
     name = figure + SUFFIX
+    rec = dict(rec)
+    rec[RECORD_HASH] = record_digest(rec)
     with open(stage / name, "w") as fh:
         json.dump(rec, fh, indent=1, sort_keys=True)
         fh.write("\n")
@@ -406,6 +408,30 @@ def _plain_name(name: str) -> bool:
 
 
 _SHA = re.compile(r"^[0-9a-f]{64}$")
+
+
+# The record's own sha256: of its canonical JSON (sorted keys, no spaces) without this field.
+# It covers the settings (steps, batch, rates, ...) and everything else the record says, so an
+# edited setting is refused, not taken on the record's word. Records written before it existed
+# have no such field and are read as before (their files' sha256 still checked).
+RECORD_HASH = "record_sha256"
+
+
+def record_digest(rec: dict) -> str:
+    """The sha256 of ``rec``'s canonical JSON without its ``record_sha256`` field."""
+    body = {k: v for k, v in rec.items() if k != RECORD_HASH}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"),
+                                     ensure_ascii=False).encode()).hexdigest()
+
+
+def check_record_hash(p: Path, rec: dict) -> None:
+    """ValueError naming the record ``p`` when its ``record_sha256`` does not match its contents
+    (read_results checks it last, so the more specific refusals, a grid or seeds other than the
+    CSV's, are named first). A record without the field (an older one) passes on its word."""
+    if RECORD_HASH in rec and rec[RECORD_HASH] != record_digest(rec):
+        raise ValueError(f"{p} was edited after it was written: its {RECORD_HASH} does not match its contents "
+                         "(a setting such as steps, batch or the rates changed by hand?); its files' numbers are "
+                         f"not the ones it describes; {remake(rec, Path(str(p)).parent)}")
 
 
 def _check_record(p: Path, rec) -> None:
@@ -478,7 +504,7 @@ def read_records(folder) -> dict:
                                  "delete the stale one, or regenerate")
             if f.endswith(".csv") and not (folder / f).is_file():
                 raise ValueError(f"{folder / f} is missing, though its record {p.name} lists it: an incomplete "
-                                 f"set; {remake(rec)}")
+                                 f"set; {remake(rec, folder)}")
             owner[f] = p.name
             by_file[f] = rec
     return by_file
@@ -500,7 +526,7 @@ def verify(path, records: dict) -> dict:
     if digest != rec["files"][path.name]:
         raise ValueError(f"{path} is not the file its provenance ({rec['figure']}{SUFFIX}) describes "
                          f"(sha256 {digest[:12]}..., recorded {rec['files'][path.name][:12]}...): a mixed "
-                         f"or edited set; {remake(rec)}")
+                         f"or edited set; {remake(rec, path.parent)}")
     return rec
 
 
@@ -527,10 +553,32 @@ def missing_record(path) -> str | None:
     return None
 
 
-def remake(rec: dict) -> str:
+def _out_to(cmd: str, folder) -> str:
+    """``cmd`` with its ``--out`` value replaced by ``folder``'s absolute path (the folder being
+    read, which may be a copy, or the command may have named it relative to another directory)."""
+    try:
+        words = shlex.split(cmd)
+    except ValueError:
+        return cmd
+    out = str(Path(str(folder)).resolve())
+    for i, w in enumerate(words):
+        if w == "--out" and i + 1 < len(words):
+            words[i + 1] = out
+            return shlex.join(words)
+        if w.startswith("--out="):
+            words[i] = "--out=" + out
+            return shlex.join(words)
+    return cmd
+
+
+def remake(rec: dict, folder=None) -> str:
     """How to make a record's set again, in words: the command it records (your own grid's
-    flags, or the Python call that saved it), not the paper's default."""
+    flags, or the Python call that saved it), not the paper's default. With ``folder`` (the
+    folder the record was read from) the command's ``--out`` names that folder's absolute path,
+    so the hint works from any directory and for a copied folder."""
     cmd = rec.get("command")
+    if isinstance(cmd, str) and folder is not None and not cmd.startswith("python: "):
+        cmd = _out_to(cmd, folder)
     if isinstance(cmd, str) and cmd.startswith("python: "):
         return f"re-run the code that saved it ({cmd[len('python: '):]})"
     if isinstance(cmd, str) and cmd.strip():
@@ -569,7 +617,7 @@ def check_columns(path, rec: dict, table: dict) -> None:
         if w is None or w.shape != have.shape or not np.allclose(have, w, rtol=1e-5, atol=0):
             raise ValueError(f"{path} has {col} {', '.join(f'{v:g}' for v in have) or '(no column)'} but its "
                              f"record's settings say {key} {want!r}: the record does not describe this file (an "
-                             f"edited record or a mixed set); {remake(rec)}")
+                             f"edited record or a mixed set); {remake(rec, Path(str(path)).parent)}")
 
 
 def differences(figure: str, settings: dict) -> list[str]:

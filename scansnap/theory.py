@@ -848,7 +848,9 @@ class Prediction:
       the most attention first. Theorem 3: the relative gain r_{l/l'|n} grows when
       f_nl(0) > f_nl'(0), so from Z = 0 the order is that of P(l|n). Tokens of equal P(l|n)
       are tied: the theory does not order them (listed by token id). ``ties[n]``: whether
-      class n has any tie; ``winners[n]``: the tokens tied for first (one token, or several).
+      class n has any tie; ``winners[n]``: the tokens tied for first (one token, or several);
+      ``ranking_text[n]``: the ranking with its ties shown, as the winners print
+      (``"8=9 > 7 > 6 > 4=5"``: ``=`` joins tokens of equal P(l|n)).
       A prediction, not a guarantee about a run (see :meth:`compare`): a run's top token can
       differ from ``winners[n]`` without any tie.
     - ``attention``: (R, K, M) c_n (Eq. 5) after ``steps`` steps of the noiseless dynamics
@@ -894,6 +896,22 @@ class Prediction:
             f"  winners (class: token) {wins}",
             f"  attention {tuple(self.attention.shape)}; loss {tuple(self.loss.shape)}",
             f"  snapshots {{step: c_n}} at {_short(sorted(self.snapshots), 'steps')}"] + outside)
+
+    @property
+    def ranking_text(self) -> list:
+        """K strings: each class's ranking with its ties shown, ``"8=9 > 7 > 6 > 4=5"`` (tokens of
+        equal P(l|n) joined by ``=``, groups by falling P(l|n))."""
+        out = []
+        for n, toks in enumerate(self.ranking):
+            p = self.classes.probs[n, toks]
+            groups = []
+            for t, v in zip(toks, p):
+                if groups and v == groups[-1][0]:
+                    groups[-1][1].append(int(t))
+                else:
+                    groups.append((v, [int(t)]))
+            out.append(" > ".join(_tokens(g) for _, g in groups))
+        return out
 
     def Z_at(self, step=None) -> np.ndarray:
         """(R, M, M): the noiseless Z after ``step`` steps (None: ``steps``; else a snapshot step)."""
@@ -960,6 +978,16 @@ class Prediction:
         predicted while its magnitudes are far off (at eta_Y = 30, eta_Z = 0.7 a run's common
         mass is 0.002 against a predicted 0.342, with rank correlation 1). The defaults hold the
         book's own runs with room (see ``ENTROPY_TOLERANCE``); tighten them for long runs.
+        ``why``: the theory's assumptions the row is outside of, in words ("" for none): short
+        sequences (the run's T < M: c_n is the T -> infinity limit of Eq. 5), batch 1 (noisy SGD;
+        the theory follows the expected gradient), eta_Z > eta_Y (outside Assumption 1(c) as
+        chapter 5 reads it, eta_Y >= eta_Z), t0_steps < 1, init="default", a class layout
+        outside Sec. 3.2, and saturated attention (one token, or the common tokens together,
+        holding at least ``SATURATED_ATTENTION`` = 0.999 of the observed c_n). It explains a
+        disagreement, it does not decide one: a row outside an assumption can still agree. A
+        class with less than 1e-6 of its attention on its distinct tokens has a NaN
+        ``distinct_entropy`` (``scansnap.metrics.DISTINCT_MASS_MIN``; with a warning naming it),
+        which disagrees with a finite prediction.
 
         A result with diverged runs (``result.diverged``, see ``scansnap.train``) is a
         ValueError naming them: their numbers are no result (compare the others:
@@ -1063,9 +1091,11 @@ class Prediction:
         winners = [tuple(int(t) for t in w) for w in self.winners]
         top_ok = np.array([[observed_top[r, n] in winners[n] for n in range(K)] for r in range(R)])
         at = self.steps if step is None else step
-        ent, ent_p = class_entropy(self.classes, Z).ravel() + 0.0, class_entropy(self.classes, predicted).ravel() + 0.0
+        ent = class_entropy(self.classes, Z, what="compare: the run's Z").ravel() + 0.0
+        ent_p = class_entropy(self.classes, predicted, what="compare: the predicted Z").ravel() + 0.0
         com, com_p = common_mass(self.classes, Z).ravel(), common_mass(self.classes, predicted).ravel()
         ent_ok, com_ok = _within(ent, ent_p, entropy_tol), _within(com, com_p, common_mass_tol)
+        why = _outside(self, cfg, c, R, K)
         return pd.DataFrame({
             "run": np.repeat(np.arange(R), K), "class": np.tile(np.arange(K), R),
             "eta_y": np.repeat(self.eta_y, K), "eta_z": np.repeat(self.eta_z, K),
@@ -1077,7 +1107,47 @@ class Prediction:
             "rank_correlation": rho.ravel(),
             "distinct_entropy": ent, "predicted_distinct_entropy": ent_p,
             "common_mass": com, "predicted_common_mass": com_p,
-            "entropy_ok": ent_ok, "common_mass_ok": com_ok, "agrees": top_ok.ravel() & ent_ok & com_ok})
+            "entropy_ok": ent_ok, "common_mass_ok": com_ok, "agrees": top_ok.ravel() & ent_ok & com_ok,
+            "why": why})
+
+
+SATURATED_ATTENTION = 1 - 1e-3   # c_n this close to one-hot (on one token, or all on the common ones): saturated
+
+
+def _outside(pred: "Prediction", cfg: dict, c: np.ndarray, R: int, K: int) -> list:
+    """compare's ``why``: for each (run, class), the theory's assumptions the run is outside of,
+    in words joined by "; " ("" inside all of them). A reason explains a disagreement; it does not
+    make one (a run outside an assumption can still agree)."""
+    M = pred.classes.M
+    T, batch = cfg.get("T"), cfg.get("batch")
+    run_why = [[] for _ in range(R)]
+    for r in range(R):
+        if isinstance(T, (int, np.integer)) and T < M:
+            run_why[r].append(f"short sequences (T={T} < M={M}; the theory's c_n is the T -> infinity limit, Eq. 5)")
+        if isinstance(batch, (int, np.integer)) and batch == 1:
+            run_why[r].append("batch 1 (noisy SGD; the theory follows the expected gradient)")
+        if pred.eta_z[r] > pred.eta_y[r]:
+            run_why[r].append(f"eta_Z = {pred.eta_z[r]:g} > eta_Y = {pred.eta_y[r]:g} (outside Assumption 1(c), "
+                              "eta_Y >= eta_Z)")
+        if pred.t0_steps[r] < 1:
+            run_why[r].append(f"t0_steps = {pred.t0_steps[r]:.2g} < 1 (the decoder saturates within one step)")
+        if cfg.get("init", "zero") != "zero":
+            run_why[r].append(f"init={cfg.get('init')!r} (the theory starts at Y = Z = 0)")
+        if pred.layout is not None:
+            run_why[r].append("class layout: " + pred.layout)
+    common = np.zeros(M, bool)
+    common[pred.classes.common_tokens] = True
+    out = []
+    for r in range(R):
+        for n in range(K):
+            w = list(run_why[r])
+            top, cm = float(c[r, n].max()), float(c[r, n][common].sum())
+            if top >= SATURATED_ATTENTION:
+                w.append(f"saturated attention (one token holds {top:.4f} of c_n)")
+            elif cm >= SATURATED_ATTENTION:
+                w.append(f"saturated attention (common mass {cm:.4f})")
+            out.append("; ".join(w))
+    return out
 
 
 def _within(observed, predicted, tol) -> np.ndarray:

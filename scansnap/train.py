@@ -142,14 +142,18 @@ class TrainResult:
         cfg = self.config
         opt = cfg.get("optimizer", "?") + (f" (momentum {cfg['momentum']:g})" if cfg.get("optimizer") == "sgd" else "")
         div = int(np.sum(self.diverged)) if self.diverged is not None else 0
-        sat = int(np.sum(saturated(self.loss) & self.diverged)) if self.diverged is not None else 0
+        line = DIVERGED_FACTOR * np.maximum(self.loss[:, 0], np.log(M))
+        above = np.any(self.loss > line[:, None], axis=1)                 # the two causes of the one flag
+        sat = int(np.sum(saturated(self.loss) & ~above & self.diverged)) if self.diverged is not None else 0
         return "\n".join([
             f"TrainResult: {R} run{'s' * (R != 1)} x {steps} steps of {opt}, init {cfg.get('init', '?')!r}, {shape}",
             f"  eta_y {_short(np.unique(self.eta_y))}; eta_z {_short(np.unique(self.eta_z))}; "
             f"seeds {_short(np.unique(self.seed))}",
-            f"  median loss {np.median(self.loss[:, 0]):.4g} -> {np.median(self.loss[:, -1]):.4g}; {div} diverged "
-            f"(loss ever above {DIVERGED_FACTOR:g}x its start)"]
-            + ([f"  ... or saturated: {sat} (loss exactly 0 within {SATURATED_STEPS} steps)"] if sat else []) + [
+            f"  median loss {np.median(self.loss[:, 0]):.4g} -> {np.median(self.loss[:, -1]):.4g}; "
+            + (f"{div} diverged (loss ever above {DIVERGED_FACTOR:g}x its start)" if not sat else
+               f"{div} flagged (diverged or saturated, see .diverged)")]
+            + ([f"  of them {div - sat} diverged (loss ever above {DIVERGED_FACTOR:g}x its start), {sat} saturated "
+                f"(loss exactly 0 within {SATURATED_STEPS} steps)"] if sat else []) + [
             f"  loss {tuple(self.loss.shape)}; Y, Z {tuple(self.Z.shape)}",
             f"  snapshots {{step: Z}} at {_short(sorted(self.snapshots), 'steps')}" if self.snapshots
             else "  snapshots: none (train(..., snapshot_steps=[...]))"])

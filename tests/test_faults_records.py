@@ -23,6 +23,7 @@ def _results(tmp_path, names=("fig3", "fig6")):
             shutil.copy(SRC / f, d / f)                     # the PNGs are not package data
         # the PNGs are not package data: a copy lists only the CSVs (read_results refuses a listed file that is missing)
         rec["files"] = {f: h for f, h in rec["files"].items() if f.endswith(".csv")}
+        rec[pv.RECORD_HASH] = pv.record_digest(rec)             # the copy's record, re-hashed as a writer would
         (d / f"{n}.provenance.json").write_text(json.dumps(rec, indent=1, sort_keys=True))
     assert set(ex.read_results(d)) == set(names)
     return d
@@ -125,6 +126,7 @@ def _half_committed(tmp_path):
         (stage / n).write_bytes(b)
     rec = json.loads(old["fig3.provenance.json"])
     rec["files"] = {n: pv.hashlib.sha256(b).hexdigest() for n, b in new.items()}
+    rec[pv.RECORD_HASH] = pv.record_digest(rec)                       # as commit() writes it
     (stage / "fig3.provenance.json").write_text(json.dumps(rec))
     names = ["fig3.csv", "fig3.png", "fig3.provenance.json"]
     for n in old:                                                      # the PNG is new: no old one

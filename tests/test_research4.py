@@ -68,8 +68,8 @@ def test_a_python_save_records_the_script_and_its_arguments(tmp_path):
 # ---------------------------------------------------------------------------------------
 
 def test_the_readme_says_which_fields_are_the_records_word(tmp_path):
-    """A record's batch, steps or device are not checked (the record is not hashed): the README
-    says so, and this test fails, asking for the README to change, once they are."""
+    """A record's batch, steps or device were taken on its word; since researcher 5 the record is
+    hashed (record_sha256) and an edit to them is refused: the README says so."""
     from pathlib import Path
 
     from scansnap.experiments import read_results
@@ -79,8 +79,8 @@ def test_the_readme_says_which_fields_are_the_records_word(tmp_path):
     rec["settings"]["batch"] += 1
     rec["device"] = "an edited device"
     p.write_text(json.dumps(rec))
-    assert "t" in read_results(tmp_path, paper=False)                  # accepted: the record's word
+    with pytest.raises(ValueError, match=r"t\.provenance\.json was edited after it was written"):
+        read_results(tmp_path, paper=False)
     readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
     assert "each file's sha256 and the settings a figure's CSV repeats in its columns" in readme
-    assert "(steps, batch, device, versions, date, seconds, and a saved result's settings) are the record's word" \
-        in readme
+    assert "every record carries `record_sha256`, the sha256 of its canonical JSON without that field" in readme

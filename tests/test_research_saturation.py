@@ -34,7 +34,8 @@ def test_a_run_saturated_in_one_step_is_flagged(own):
     assert "run 0 (eta_y=100000, eta_z=1, seed=1) saturated, loss exactly 0 from step 1" in str(w[0].message)
     assert res.loss[0, 1] == 0 and float(res.Z[0].abs().max()) == 0.0     # what the researcher saw
     np.testing.assert_array_equal(res.diverged, [True, True, False])
-    assert "2 diverged" in repr(res) and "or saturated: 2 (loss exactly 0 within 2 steps)" in repr(res)
+    assert "2 flagged (diverged or saturated" in repr(res)            # one flag, then its two causes
+    assert "of them 0 diverged (loss ever above 10x its start), 2 saturated (loss exactly 0 within 2 steps)" in repr(res)
     with pytest.raises(ValueError, match=r"run\(s\) 0, 1 of the result diverged"), \
             pytest.warns(th.RegimeWarning, match="t0_steps < 1"):
         res.predict().compare(res)                                        # was: agrees=True in every row
