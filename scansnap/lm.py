@@ -178,7 +178,8 @@ class LMResult:
         triangle) and ``<name>.provenance.json``: its ``settings`` (:attr:`settings`, train_lm's
         keyword arguments), its ``data`` (``vocab_size``; ``train_ids`` and ``probe`` as
         ``{"sha256", "length"}``; ``vocab``: ``vocab.describe()``, or None when no ``vocab``, a
-        :class:`scansnap.wikitext.Vocab`, is given); device, versions and date beside them.
+        :class:`scansnap.wikitext.Vocab`, is given; ``torch_threads``: ``torch.get_num_threads()``
+        when saved, which :func:`replay` names when a loss differs); device, versions and date beside them.
         Re-run it with :func:`replay`; read it back with
         ``scansnap.experiments.read_results(folder, paper=False)``. Returns the paths written."""
         from ._save import save_set
@@ -192,7 +193,8 @@ class LMResult:
                 raise ValueError(f"vocab has {len(vocab)} words but this run was trained with vocab_size "
                                  f"{c['vocab_size']}: not the vocabulary of this run")
         data = {"vocab_size": c["vocab_size"], "train_ids": c["train_ids"], "probe": c["probe"],
-                "vocab": None if vocab is None else vocab.describe()}
+                "vocab": None if vocab is None else vocab.describe(),
+                "torch_threads": torch.get_num_threads()}   # float sums depend on it: replay names it
         loss = [(s, f"{l:.10g}") for s, l in enumerate(self.loss)]
         att = []
         for s in sorted(self.snapshots):
@@ -725,8 +727,19 @@ def _check_replayed_loss(res, rec, saved, rtol):
     if not same.all():
         s = int(np.flatnonzero(~same)[0])
         dev = next(res.model.parameters()).device if res.model is not None else "?"
-        here = f"device {dev}, torch {torch.__version__}"
-        there = f"device {rec.get('device', '?')}, torch {rec.get('torch', '?')}"
+        now = torch.get_num_threads()
+        was = (rec.get("data") or {}).get("torch_threads")
+        here = f"device {dev}, torch {torch.__version__}, {now} torch threads"
+        there = (f"device {rec.get('device', '?')}, torch {rec.get('torch', '?')}, "
+                 + (f"{was} torch threads" if was is not None else
+                    "torch threads not recorded (a record written before they were)"))
+        if was is not None and was != now:
+            there += (f". The thread count differs ({was} recorded, {now} now): a different thread count changes "
+                      f"how float sums are split and so the loss's last bits; torch.set_num_threads({was}) "
+                      "and replay again")
+        elif was is None:
+            there += (f". A different thread count than the run's changes float sums: if it was not {now}, "
+                      "torch.set_num_threads(<the run's>) and replay again")
         raise ValueError(f"the replayed loss is not the saved one: at step {s} replayed {got[s]:.10g}, saved "
                          f"{want[s]:.10g} in {path} (sha256 checked; final loss replayed {got[-1]:.6g}, saved "
                          f"{want[-1]:.6g}; tolerance rtol={rtol:g}). The record's settings "

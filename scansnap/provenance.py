@@ -417,6 +417,10 @@ _SHA = re.compile(r"^[0-9a-f]{64}$")
 RECORD_HASH = "record_sha256"
 
 
+class UnhashedRecordWarning(UserWarning):
+    """A record without its own ``record_sha256``: its settings cannot be checked against an edit."""
+
+
 def record_digest(rec: dict) -> str:
     """The sha256 of ``rec``'s canonical JSON without its ``record_sha256`` field."""
     body = {k: v for k, v in rec.items() if k != RECORD_HASH}
@@ -427,8 +431,14 @@ def record_digest(rec: dict) -> str:
 def check_record_hash(p: Path, rec: dict) -> None:
     """ValueError naming the record ``p`` when its ``record_sha256`` does not match its contents
     (read_results checks it last, so the more specific refusals, a grid or seeds other than the
-    CSV's, are named first). A record without the field (an older one) passes on its word."""
-    if RECORD_HASH in rec and rec[RECORD_HASH] != record_digest(rec):
+    CSV's, are named first). A record without the field (an older one, or one whose field was
+    deleted) passes on its word, with an :class:`UnhashedRecordWarning` naming it."""
+    if RECORD_HASH not in rec:
+        import warnings
+        warnings.warn(f"{p} has no {RECORD_HASH}: written before records were hashed, or the field was removed: "
+                      "its settings are taken on its word (its files' sha256 are still checked); "
+                      f"{remake(rec, Path(str(p)).parent)}", UnhashedRecordWarning, stacklevel=3)
+    elif RECORD_HASH in rec and rec[RECORD_HASH] != record_digest(rec):
         raise ValueError(f"{p} was edited after it was written: its {RECORD_HASH} does not match its contents "
                          "(a setting such as steps, batch or the rates changed by hand?); its files' numbers are "
                          f"not the ones it describes; {remake(rec, Path(str(p)).parent)}")
@@ -618,6 +628,38 @@ def check_columns(path, rec: dict, table: dict) -> None:
             raise ValueError(f"{path} has {col} {', '.join(f'{v:g}' for v in have) or '(no column)'} but its "
                              f"record's settings say {key} {want!r}: the record does not describe this file (an "
                              f"edited record or a mixed set); {remake(rec, Path(str(path)).parent)}")
+    _check_full_grid(path, rec, table)
+
+
+def _check_full_grid(path, rec: dict, table: dict) -> None:
+    """ValueError unless every combination of the record's grid values (the product over
+    :data:`GRID_COLUMNS`'s columns, e.g. every (num_last, eta_z, ratio, seed) of fig6) has the
+    same number of rows in the CSV (one each for fig6 and fig10; one per step for fig11, fig12):
+    a dropped or duplicated grid cell is refused, naming it. Run after each column's values
+    were checked to be the record's."""
+    import itertools
+
+    import numpy as np
+    cols = GRID_COLUMNS.get(rec["figure"], {})
+    if len(cols) < 2:
+        return
+    names, idx, values = list(cols), [], []
+    for col in names:
+        w = np.unique(np.asarray(rec["settings"][cols[col]], float))
+        v = np.asarray(table[col], float)
+        idx.append(np.abs(v[:, None] - w[None, :]).argmin(1))
+        values.append(w)
+    shape = tuple(len(w) for w in values)
+    counts = np.bincount(np.ravel_multi_index(tuple(idx), shape), minlength=int(np.prod(shape))).reshape(shape)
+    want = int(np.max(counts)) if counts.size else 0
+    if counts.size and (counts != want).any():
+        cells = [c for c in itertools.product(*(range(n) for n in shape)) if counts[c] != want]
+        name = lambda c: "(" + ", ".join(f"{n}={values[i][c[i]]:g}" for i, n in enumerate(names)) + ")"  # noqa: E731
+        listed = "; ".join(f"{name(c)} has {counts[c]} row{'s' * (counts[c] != 1)}" for c in cells[:5])
+        raise ValueError(f"{path} does not hold its record's full grid: {len(cells)} of {counts.size} combinations "
+                         f"of {', '.join(names)} have not {want} row{'s' * (want != 1)} as the others do ({listed}"
+                         f"{'; ...' if len(cells) > 5 else ''}): rows were dropped or duplicated, or the record "
+                         f"does not describe this file; {remake(rec, Path(str(path)).parent)}")
 
 
 def differences(figure: str, settings: dict) -> list[str]:

@@ -973,7 +973,12 @@ class Prediction:
         ``entropy_ok`` (observed and predicted distinct-token entropy within ``entropy_tol``
         nats, default 0.2), ``common_mass_ok`` (common mass within ``common_mass_tol``, an
         absolute share, default 0.15; NaN beside NaN counts as agreement), and ``agrees``: the
-        top token as predicted *and* both magnitudes within tolerance. Read ``agrees``, not
+        top token as predicted *and* ``rank_correlation`` at least ``RANK_CORRELATION_MIN`` = 0.5
+        (or NaN, nothing to order) *and* both magnitudes within tolerance. ``margin``: how clear
+        the predicted winner is, in the theory's limit: (winner's - runner-up's) / winner's
+        predicted c_n on G_DT(n) at that step, the runner-up being the best token not tied with it
+        (NaN when all are tied); with a small margin (a near-tie, say below 0.05) the run's winner
+        can differ by batch noise alone, so a miss there says little, and neither does a hit. Read ``agrees``, not
         ``top_as_predicted`` or ``rank_correlation`` alone: a run can order its tokens as
         predicted while its magnitudes are far off (at eta_Y = 30, eta_Z = 0.7 a run's common
         mass is 0.002 against a predicted 0.342, with rank correlation 1). The defaults hold the
@@ -1007,7 +1012,8 @@ class Prediction:
 
         Classes outside the theory's layout (``layout``) are compared too, with a
         ClassLayoutWarning; rates with ``t0_steps < 1`` (the decoder saturates within one step,
-        outside the theory) with a :class:`RegimeWarning`.
+        outside the theory) with a :class:`RegimeWarning`, and so are rows with saturated
+        attention or eta_Z > ``FAR_ETA_RATIO`` = 10 eta_Y (the warning counts them).
 
         ``t0_steps`` is the theory's (Theorem 4, Lemma 9), not measured on the run: t_0 is defined
         on the noiseless decoder dynamics, which a run with batches has no exact counterpart of.
@@ -1096,6 +1102,18 @@ class Prediction:
         com, com_p = common_mass(self.classes, Z).ravel(), common_mass(self.classes, predicted).ravel()
         ent_ok, com_ok = _within(ent, ent_p, entropy_tol), _within(com, com_p, common_mass_tol)
         why = _outside(self, cfg, c, R, K)
+        c_p = attention_limit_all(self.classes, predicted.double().numpy() if hasattr(predicted, "double")
+                                  else np.asarray(predicted, float))
+        margin = np.full((R, K), np.nan)
+        for n in range(K):
+            rest = [t for t in self.ranking[n] if t not in winners[n]]
+            if rest:                       # the winner's predicted attention over the best of the others
+                top = c_p[:, n, list(winners[n])].min(axis=1)
+                nxt = c_p[:, n, rest].max(axis=1)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    margin[:, n] = (top - nxt) / top
+        rank_ok = ~(rho.ravel() < RANK_CORRELATION_MIN)                      # NaN: the theory orders nothing
+        _warn_outside("compare", why, self.eta_y, self.eta_z, K)
         return pd.DataFrame({
             "run": np.repeat(np.arange(R), K), "class": np.tile(np.arange(K), R),
             "eta_y": np.repeat(self.eta_y, K), "eta_z": np.repeat(self.eta_z, K),
@@ -1104,14 +1122,28 @@ class Prediction:
             "top_token": observed_top.ravel(), "predicted_winners": [winners[n] for _ in range(R) for n in range(K)],
             "tied": np.tile([len(w) > 1 for w in winners], R), "top_as_predicted": top_ok.ravel(),
             "predicted_top": np.tile([w[0] for w in winners], R),
-            "rank_correlation": rho.ravel(),
+            "rank_correlation": rho.ravel(), "margin": margin.ravel(),
             "distinct_entropy": ent, "predicted_distinct_entropy": ent_p,
             "common_mass": com, "predicted_common_mass": com_p,
-            "entropy_ok": ent_ok, "common_mass_ok": com_ok, "agrees": top_ok.ravel() & ent_ok & com_ok,
+            "entropy_ok": ent_ok, "common_mass_ok": com_ok, "agrees": top_ok.ravel() & rank_ok & ent_ok & com_ok,
             "why": why})
 
 
 SATURATED_ATTENTION = 1 - 1e-3   # c_n this close to one-hot (on one token, or all on the common ones): saturated
+RANK_CORRELATION_MIN = 0.5       # compare's ``agrees`` also asks rank_correlation >= this (NaN: nothing to order)
+FAR_ETA_RATIO = 10.0             # eta_Z / eta_Y above this: far outside Assumption 1(c); compare warns
+
+
+def _warn_outside(what, why, eta_y, eta_z, K) -> None:
+    """A RegimeWarning when compare's rows are saturated or far outside eta_Y >= eta_Z, counting them."""
+    sat = sum("saturated attention" in w for w in why)
+    far = int(np.sum(np.asarray(eta_z, float) > FAR_ETA_RATIO * np.asarray(eta_y, float))) * K
+    if sat or far:
+        parts = ([f"{sat} of {len(why)} rows have saturated attention (see their why)"] if sat else []) + \
+                ([f"{far} of {len(why)} rows have eta_Z > {FAR_ETA_RATIO:g} eta_Y, far outside Assumption 1(c)"]
+                 if far else [])
+        warnings.warn(f"{what}: {'; '.join(parts)}: there the theory's winners and magnitudes need not hold, "
+                      "and an agreeing row is no confirmation", RegimeWarning, stacklevel=3)
 
 
 def _outside(pred: "Prediction", cfg: dict, c: np.ndarray, R: int, K: int) -> list:
