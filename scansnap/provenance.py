@@ -655,7 +655,7 @@ def _check_full_grid(path, rec: dict, table: dict) -> None:
     if counts.size and (counts != want).any():
         cells = [c for c in itertools.product(*(range(n) for n in shape)) if counts[c] != want]
         name = lambda c: "(" + ", ".join(f"{n}={values[i][c[i]]:g}" for i, n in enumerate(names)) + ")"  # noqa: E731
-        listed = "; ".join(f"{name(c)} has {counts[c]} row{'s' * (counts[c] != 1)}" for c in cells[:5])
+        listed = "; ".join(f"{name(c)} has {int(counts[c])} row{'' if counts[c] == 1 else 's'}" for c in cells[:5])
         raise ValueError(f"{path} does not hold its record's full grid: {len(cells)} of {counts.size} combinations "
                          f"of {', '.join(names)} have not {want} row{'s' * (want != 1)} as the others do ({listed}"
                          f"{'; ...' if len(cells) > 5 else ''}): rows were dropped or duplicated, or the record "

@@ -75,11 +75,16 @@ def test_replay_says_when_the_record_lacks_the_thread_count(saved_lm, tmp_path):
 # Trip 2: a record without record_sha256 was trusted silently; a dropped grid cell passed
 
 def _copy(tmp_path, names=("fig6",)):
+    """The shipped CSVs and records of ``names`` (the PNGs are not package data: dropped from the record)."""
     d = tmp_path / "res"
     d.mkdir()
     for n in names:
-        for p in RESULTS.glob(n + "*"):
-            shutil.copy(p, d / p.name)
+        rec = json.loads((RESULTS / f"{n}.provenance.json").read_text())
+        rec["files"] = {f: h for f, h in rec["files"].items() if f.endswith(".csv")}
+        for f in rec["files"]:
+            shutil.copy(RESULTS / f, d / f)
+        rec[provenance.RECORD_HASH] = provenance.record_digest(rec)
+        (d / f"{n}.provenance.json").write_text(json.dumps(rec, indent=1, sort_keys=True))
     return d
 
 
