@@ -359,7 +359,15 @@ def entropy_sweep(num_last, eta_z, ratio, entropy) -> Figure:
     legend's title says what the points and bars are: the mean over the seeds of a setting
     and one standard error of that mean (sample sd / sqrt(seeds)), not the seeds' spread.
     """
-    num_last, eta_z, ratio, entropy = (np.asarray(a) for a in (num_last, eta_z, ratio, entropy))
+    args = {"num_last": num_last, "eta_z": eta_z, "ratio": ratio, "entropy": entropy}
+    for k, a in args.items():
+        if callable(a):
+            raise TypeError(f"entropy_sweep: {k} is a function ({getattr(a, '__name__', a)!r}), not numbers: "
+                            "call it (e.g. res.distinct_entropy() or res.class_entropy().mean(1))")
+    num_last, eta_z, ratio, entropy = (np.asarray(a) for a in args.values())
+    if any(a.ndim != 1 or a.shape != num_last.shape for a in (num_last, eta_z, ratio, entropy)):
+        raise ValueError("entropy_sweep: num_last, eta_z, ratio and entropy must be flat arrays of one length (one "
+                         f"entry per run), got shapes {', '.join(f'{k} {np.shape(a)}' for k, a in args.items())}")
     panels = sorted(set(num_last.tolist()))
     _, repeats = np.unique(np.stack([num_last, eta_z, ratio]), axis=1, return_counts=True)
     fig, axes = _panel_grid(len(panels))

@@ -186,3 +186,36 @@ def test_agrees_needs_the_rank_correlation(own, monkeypatch):
         assert base.agrees.all() and (base.rank_correlation >= th.RANK_CORRELATION_MIN).all()
         monkeypatch.setattr(th, "RANK_CORRELATION_MIN", 1.01)        # no row reaches it: none agrees
         assert not pred.compare(res).agrees.any()
+
+
+# Trip 6: plots.entropy_sweep(..., res.distinct_entropy) (no call) was an IndexError deep in plots.py
+
+def test_entropy_sweep_names_a_method_passed_without_a_call():
+    from scansnap import plots
+    x = np.array([1, 1]), np.array([1.0, 1.0]), np.array([1.0, 2.0])
+    with pytest.raises(TypeError, match=r"entropy is a function \('distinct_entropy'\), not numbers: call it"):
+        plots.entropy_sweep(*x, _Fake().distinct_entropy)
+    with pytest.raises(ValueError, match=r"flat arrays of one length"):
+        plots.entropy_sweep(*x, np.ones((2, 3)))
+
+
+class _Fake:
+    def distinct_entropy(self):
+        return np.ones(2)
+
+
+# Trip 9: the command line's tqdm bars flooded a non-terminal log with carriage-return frames
+
+def test_command_line_bars_only_on_a_terminal(monkeypatch):
+    import io
+    import sys
+
+    from scansnap import __main__ as cli
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert cli._bar() is False
+    monkeypatch.setattr(sys, "stderr", Tty())
+    assert cli._bar() is True
