@@ -30,13 +30,6 @@ MAX_STEPS = 100_000
 SEED_MAX = 2 ** 63 - 1
 
 
-
-def _bar() -> bool:
-    """The command's progress bars: shown when stderr is a terminal, not in a log (tqdm's carriage
-    returns would flood it), as train_lm's progress=None decides."""
-    from .lm import _progress
-    return _progress(None)
-
 def _seeds(text: str):
     """'1-10' or '1,2,5' -> a tuple of distinct ints in [0, 2**63 - 1], at most MAX_SEEDS of them
     (a range is counted before it is built; duplicates found in linear time)."""
@@ -194,7 +187,7 @@ def _sweep(cache, device, steps, seeds, grid=None, world=None):
         axes = {k: g.pop(k, None) or FIG6[k] for k in ("num_last", "eta_z", "ratio")}
         kw = dict(device=device, steps=steps or COMMON["steps"], **axes, **g)
         if world is None:
-            cache["sweep"] = syn_medium_sweep(seeds=seeds, progress=_bar(), **kw)
+            cache["sweep"] = syn_medium_sweep(seeds=seeds, progress=True, **kw)
         else:
             from . import distributed
             from .train import TrainResult, lr_grid
@@ -202,7 +195,7 @@ def _sweep(cache, device, steps, seeds, grid=None, world=None):
             def compute(mine):
                 if not mine:
                     return []
-                sw = syn_medium_sweep(seeds=tuple(mine), progress=world.main and _bar(), **kw)
+                sw = syn_medium_sweep(seeds=tuple(mine), progress=world.main, **kw)
                 return [{nl: res.select(res.seed == s) for nl, (_, res) in sw.items()} for s in mine]
             parts = distributed.gather(world, list(seeds), compute, "the Syn-Medium sweep")
             if parts is None:
@@ -307,13 +300,13 @@ def _fig7_results(device, steps, data, world=None):
     from .experiments import FIG7, fig7
     steps = steps or FIG7["steps"]
     if world is None:
-        return fig7(steps=steps, device=device, progress=_bar(), source=data)[0]
+        return fig7(steps=steps, device=device, progress=True, source=data)[0]
     from . import distributed
 
     def compute(mine):
         if not mine:
             return []
-        res = fig7(steps=steps, layers=mine, device=device, progress=world.main and _bar(), source=data)[0]
+        res = fig7(steps=steps, layers=mine, device=device, progress=world.main, source=data)[0]
         for r in res.values():
             r.model = None                       # the maps travel, not the weights
         return [res[L] for L in mine]
@@ -341,7 +334,7 @@ def reproduce_fig7(out: Path, device: str, steps, data="shipped", world=None, **
 def reproduce_freeze(out: Path, device: str, steps, data="shipped", **_):
     """Beyond Fig. 7: one 1-layer run 4x longer, lowest-layer attention every 250 steps (does it freeze?)."""
     from .experiments import FREEZE, lm_freezing
-    rows = lm_freezing(steps=steps or FREEZE["steps"], device=device, progress=_bar(), source=data)
+    rows = lm_freezing(steps=steps or FREEZE["steps"], device=device, progress=True, source=data)
     _write_csv(out / "freeze.csv", ["iteration", "entropy", "change", "loss"],
                [(s, f"{e:.6g}", f"{c:.6g}", f"{l:.6g}") for s, e, c, l in rows])
     from .plots import freezing
@@ -356,14 +349,14 @@ def _fig10_rows(device, steps, data, world=None):
     from .experiments import FIG10, fig10, fig10_groups, fig10_rows, wikitext_data
     steps = steps or FIG10["steps"]
     if world is None:
-        return fig10(lrs=FIG10["lrs"], seeds=FIG10["seeds"], steps=steps, device=device, progress=_bar(), source=data)
+        return fig10(lrs=FIG10["lrs"], seeds=FIG10["seeds"], steps=steps, device=device, progress=True, source=data)
     from . import distributed
     groups = fig10_groups([(lr, s) for lr in FIG10["lrs"] for s in FIG10["seeds"]], device)
 
     def compute(mine):
         if not mine:
             return []
-        rows = fig10_rows([r for g in mine for r in g], steps=steps, device=device, progress=world.main and _bar(),
+        rows = fig10_rows([r for g in mine for r in g], steps=steps, device=device, progress=world.main,
                           data=wikitext_data(data))
         out, i = [], 0
         for g in mine:

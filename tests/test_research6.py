@@ -203,19 +203,3 @@ class _Fake:
     def distinct_entropy(self):
         return np.ones(2)
 
-
-# Trip 9: the command line's tqdm bars flooded a non-terminal log with carriage-return frames
-
-def test_command_line_bars_only_on_a_terminal(monkeypatch):
-    import io
-    import sys
-
-    from scansnap import __main__ as cli
-
-    class Tty(io.StringIO):
-        def isatty(self):
-            return True
-    monkeypatch.setattr(sys, "stderr", io.StringIO())
-    assert cli._bar() is False
-    monkeypatch.setattr(sys, "stderr", Tty())
-    assert cli._bar() is True
