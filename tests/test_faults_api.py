@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+from scansnap.metrics import UndefinedEntropyWarning
 import torch
 
 from scansnap import experiments as ex
@@ -126,20 +127,31 @@ def test_omega1_for_a_huge_vocabulary():
 
 def test_distinct_entropy_when_the_distinct_share_underflows():
     """Common tokens at logit +1000: each class's attention on its distinct tokens underflows to
-    exactly 0, and renormalising it was 0/0 = NaN, read as entropy 0 (the best value). The
-    distinct tokens' logits are all 0, so the attention on them is P(l|n) renormalised over
-    G_DT(n) (Eq. 5 restricted): its entropy, averaged over the classes, is 2.151."""
+    exactly 0, and renormalising it was 0/0 = NaN, read as entropy 0 (the best value). Issue 28
+    named the conditional entropy (2.151) as the true value; researcher 5 then met the same case
+    at eta_Z = 300, where that conditional entropy of a negligible share read 3.5e-10, "perfectly
+    sparse", for a class whose attention sat wholly on a common token. The design choice: below
+    metrics.DISTINCT_MASS_MIN (1e-6) of the attention on G_DT(n) the distinct-token entropy is
+    NaN with an UndefinedEntropyWarning naming the class - never the best value, never a number
+    for a share the class does not use. Just above it, the conditional entropy is computed from
+    the logits (Eq. 5 restricted), so it never divides 0 by 0."""
     c = syn_small()
     Z = np.zeros((c.M, c.M))
     Z[:, c.common_tokens] = 1000.0
+    with pytest.warns(UndefinedEntropyWarning, match="attention on its distinct tokens"):
+        got = distinct_entropy(c, Z)
+    assert np.isnan(got)                                  # not 0.0, the best value
+    # a share of ~1e-5 (common logits at +10): still measured, and equal to the conditional entropy
+    Z[:, c.common_tokens] = 10.0
     ents = []
     for n in range(c.K):
         q = c.probs[n, c.distinct_tokens(n)]
         q = q / q.sum()
         ents.append(-(q * np.log(q)).sum())
-    want = np.mean(ents)
-    assert distinct_entropy(c, Z) == pytest.approx(want, rel=1e-12)
-    assert want == pytest.approx(2.151281720651836, rel=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert distinct_entropy(c, Z) == pytest.approx(np.mean(ents), rel=1e-12)
+    assert np.mean(ents) == pytest.approx(2.151281720651836, rel=1e-12)
     # and where nothing underflows, it is still the renormalised c_n (Eq. 5) of before
     Zr = np.random.default_rng(0).normal(size=(3, c.M, c.M))
     cn = th.attention_limit_all(c, Zr)
