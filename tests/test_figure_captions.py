@@ -78,7 +78,7 @@ def test_the_lists_are_current():
 
 
 def test_captions_are_short_and_point():
-    """What is plotted plus one "look at ..." sentence, at most ~3 lines at 1280 px (~330 chars)."""
+    """What is plotted plus one "look at ..." sentence, at most ~3 lines at 1280 px (270 source characters)."""
     long, pointless = [], []
     for path in _pages():
         if path.name not in SHORT_CAPTION_PAGES:
@@ -87,7 +87,7 @@ def test_captions_are_short_and_point():
             caption = str(fig.get("caption", ""))
             if not caption or cid in NOT_A_FIGURE:
                 continue
-            if len(caption) > 360:
+            if len(caption) > 270:
                 long.append(f"{path.name}, cell {cid}: {len(caption)} characters")
             if "look at" not in caption.lower():
                 pointless.append(f"{path.name}, cell {cid}: {caption[:80]}...")
