@@ -25,12 +25,7 @@ from test_fig_refs import ROOT, _built_pages, _pages
 
 # cell ids (a cell keeps its id when it moves to an appendix page): captioned by the lead after
 # merge, the notebooks being other helpers'
-AWAITING_LEAD: dict[str, str] = {
-    "81a78f19": "01-model: the live panel of the paper's Fig. 4 (left)",
-    "ch3-068": "03-decoder: slider panel, the trained decoder against Lemmas 5 and 6",
-    "ch4-58": "04-scan: live panel, the scan trained in your browser",
-    "ch5-42": "05-snap: live panel, the snap trained in your browser",
-}
+AWAITING_LEAD: dict[str, str] = {}
 # cell id: an image output that is not a figure, and why
 NOT_A_FIGURE: dict[str, str] = {}
 
