@@ -30,9 +30,6 @@ AWAITING_LEAD: dict[str, str] = {}
 NOT_A_FIGURE: dict[str, str] = {}
 
 IMAGE_MIMES = ("image/png", "image/jpeg", "image/svg+xml")
-# the pages whose captions test_captions_are_short_and_point holds to the rule so far (the
-# other chapters' captions are being rewritten on other branches; the lead widens this list)
-SHORT_CAPTION_PAGES = ("intro.ipynb", "02-data.ipynb", "06-figures.ipynb", "07-beyond.ipynb")
 
 
 def image_cells(path: Path) -> list[tuple[str, dict]]:
@@ -76,7 +73,7 @@ def test_captions_are_short_and_point():
     """What is plotted plus one "look at ..." sentence, at most ~3 lines at 1280 px (270 source characters)."""
     long, pointless = [], []
     for path in _pages():
-        if path.name not in SHORT_CAPTION_PAGES:
+        if path.suffix != ".ipynb":
             continue
         for cid, fig in image_cells(path):
             caption = str(fig.get("caption", ""))
