@@ -639,3 +639,56 @@ def snap_sweep(classes, sgd, momentum: float = SNAP["momentum"], flow_points: in
     return SnapSweep(classes, grid, doublings, snaps, sgd, c_sgd, pop, change, flow_t,
                      np.array(flow_loss), momentum, early_t,
                      np.array(early_change).reshape(len(grid), early_t.size))
+
+
+# Chapter 3's decoder runs (Lemmas 5 and 6): four queries with one next token each and no common
+# token, so E = 0 and the decoder's problem decouples; the attention is held still (eta_Z = 1e-8)
+DECODER = dict(eta_y=(0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0), seeds=(0, 1), steps=300, batch=512, T=256)
+
+
+@dataclass(frozen=True)
+class DecoderSweep:
+    """Chapter 3's decoder runs beside Lemma 5's prediction (see :func:`decoder_sweep`).
+
+    ``classes``: the sequence classes (M = 14 tokens, K = 4); ``run``: the batched
+    :class:`~scansnap.train.TrainResult` (one run per (eta_y, seed), eta_y outer); ``losses``:
+    {(eta_y, seed): loss (steps + 1,), loss[0] before the first update}."""
+    classes: object
+    run: object
+    losses: dict
+    steps: int
+
+    def prediction(self, eta_y: float, discrete: bool = False) -> np.ndarray:
+        """Lemma 5's loss at each step: Eq. 45's closed form at t = step / K (the rate eta_Y / K
+        per step), or with ``discrete`` the recursion h* of Eq. 33 that SGD's steps follow."""
+        from .theory import h_closed, h_star, loss_of_h
+        M, K = self.classes.M, self.classes.K
+        if discrete:
+            return loss_of_h(h_star(self.steps - 1, M, eta_y / K), M)
+        return loss_of_h(h_closed(np.arange(self.steps) / K, M, eta_y), M)
+
+    def deviation(self, discrete: bool = False) -> dict:
+        """{(eta_y, seed): the largest relative deviation of the run's loss from the prediction},
+        over the steps after the first."""
+        return {k: float(np.abs(v / self.prediction(k[0], discrete) - 1)[1:].max())
+                for k, v in self.losses.items()}
+
+
+_DECODER_SWEEPS: dict = {}
+
+
+def decoder_sweep(eta_y=DECODER["eta_y"], seeds=DECODER["seeds"], steps=DECODER["steps"],
+                  batch=DECODER["batch"], T=DECODER["T"]) -> DecoderSweep:
+    """Chapter 3's decoder runs: every (eta_y, seed) in one batched :func:`train` (momentum 0,
+    eta_Z = 1e-8, ``path="support"``: Lemma 1's update on each class's support tokens, the same
+    batches as the dense path). Cached per settings, so a slider only redraws."""
+    from .data import make_classes
+    key = (tuple(eta_y), tuple(seeds), steps, batch, T)
+    if key not in _DECODER_SWEEPS:
+        # 4 queries, 1 next token each, 10 distinct tokens, no common token: E = 0
+        classes = make_classes(num_last=4, num_next_per_last=1, num_common=0, num_distinct=10)
+        grid = [(e, s) for e in eta_y for s in seeds]
+        run = train(classes, eta_y=[e for e, _ in grid], eta_z=1e-8, seeds=[s for _, s in grid],
+                    steps=steps, batch=batch, T=T, momentum=0.0, path="support")
+        _DECODER_SWEEPS[key] = DecoderSweep(classes, run, dict(zip(grid, run.loss)), steps)
+    return _DECODER_SWEEPS[key]

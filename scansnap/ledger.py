@@ -26,7 +26,7 @@ RESULTS = ([f"Lemma {i}" for i in range(1, 19)] + [f"Theorem {i}" for i in range
            + ["Corollary 1", "Corollary 2"] + [f"Remark {i}" for i in range(1, 5)])
 MOVEMENTS = ("derive", "check", "train", "plot")
 # the package's functions that train a model (Y/Z, extended Y/Z, or the embedding transformer)
-TRAINERS = frozenset({"train", "fit", "train_lm", "train_lms", "syn_medium_sweep", "fig4", "fig5",
+TRAINERS = frozenset({"train", "fit", "train_lm", "train_lms", "syn_medium_sweep", "decoder_sweep", "fig4", "fig5",
                       "fig6", "fig7", "fig10", "lm_freezing"})
 _LABEL = re.compile(r"^\(([\w\-]+)\)=\s*$", re.M)
 _STATEMENT = re.compile(r"^:label:\s*((?:lemma|theorem|corollary|remark)-\d+)\s*$", re.M)
