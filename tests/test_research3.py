@@ -310,7 +310,7 @@ def _popen(*args, **kw):
         for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(s, signal.SIG_DFL)
     return subprocess.Popen([sys.executable, "-m", "scansnap", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=dict(os.environ, OMP_NUM_THREADS="1"), preexec_fn=child, **kw)
+                            text=True, env=dict(os.environ, OMP_NUM_THREADS="1", SCANSNAP_PROGRESS="1"), preexec_fn=child, **kw)
 
 
 @pytest.mark.parametrize("name, status, why", [("SIGTERM", 143, "stopped by SIGTERM"),
