@@ -205,7 +205,8 @@ def transition_step(result) -> np.ndarray:
     With every step kept (``train(..., snapshot_steps=range(steps + 1))``) that is
     ``1 + argmin(diff(m))``, exact to the step; with fewer snapshots it is known only to the
     interval (s_i, s_{i+1}] and reported as its end (an upper bound). NaN for a run whose common
-    mass never falls (no common tokens, or fewer than two steps to compare). It is the measured
+    mass never falls (no common tokens), and for every run when there are fewer than three steps
+    to compare (no snapshots: only step 0 and the end, one interval, no "fastest"). It is the measured
     counterpart of Theorem 4's t_0 on the optimiser's clock (``Prediction.t0_steps``), which
     :meth:`scansnap.theory.Prediction.compare` sets beside it (``transition_step``)."""
     classes = result._classes()
@@ -216,7 +217,7 @@ def transition_step(result) -> np.ndarray:
         Zs[0] = np.zeros(tuple(result.Z.shape))
     steps = np.array(sorted(Zs), float)
     out = np.full(result.R, np.nan)
-    if len(steps) < 2:
+    if len(steps) < 3:
         return out
     m = np.stack([common_mass(classes, np.asarray(Zs[int(s)], float)).mean(axis=-1) for s in steps], axis=-1)
     rate = np.diff(m, axis=-1) / np.diff(steps)

@@ -498,6 +498,7 @@ def edited_fields(p, rec: dict) -> list[str]:
         out += saved_set_differences(figure, rec, tables) if derived else []
     if isinstance(settings, dict):
         for k, values in candidates.items():
+            values = [w for v in values for w in ([v, float(v)] if type(v) is int else [v])]   # 5 or 5.0 as written
             for v in values:
                 v = _plain(v)
                 if k in settings and settings[k] != v:

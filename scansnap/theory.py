@@ -1027,7 +1027,11 @@ class Prediction:
         (an upper bound): the scan's first stage ends as the attention starts leaving the common
         tokens (Theorem 3). On K=4, M=40 classes at eta_Z=2, that step is within a factor of 2 of
         ``t0_steps`` (eta_Y = 2 and 10; ``tests/test_research_saturation.py``), and so it is at
-        the paper's Syn-Small settings (``tests/test_research7.py``)."""
+        Fig. 4's Syn-Small setting (eta_Y = eta_Z = 1: step 10 against 6.5) and over the paper's
+        Syn-Medium rates at num_last = 5 (0.8 to 1.9 times ``t0_steps``). Where ``t0_steps`` is
+        a step or two (large rates: Fig. 4's eta_Y = 10, step 4 against 1.6) the observed fall
+        comes up to ~4x later: whole steps, and momentum's velocity still building up
+        (``tests/test_research7.py``)."""
         import pandas as pd
         from scipy.stats import rankdata
 
