@@ -274,11 +274,10 @@ class TrainResult:
         its provenance record, as ``python -m scansnap reproduce`` writes a figure's:
         ``<name>.csv`` (one row per run, :meth:`to_frame`), ``<name>_classes.csv`` (per run and
         class), ``<name>_loss.csv`` (run, step, loss), ``<name>_attention.csv`` (run, step,
-        class, token, c: c_n on each class's support at the end and at every snapshot) and
-        ``<name>_weights.npz`` (the exact arrays: ``loss``, ``Y``, ``Z`` and each snapshot's Z,
-        for :meth:`load`) and ``<name>.provenance.json`` (the settings, rates, seeds and
-        classes; versions, device, date; ``seconds``, the training time; every file's sha256).
-        Read it back as a result with ``TrainResult.load(folder, name)``, or as tables with
+        class, token, c: c_n on each class's support at the end and at every snapshot),
+        ``<name>_weights.npz`` (loss, Y, Z, snapshots: :meth:`load` reads the result back) and
+        ``<name>.provenance.json`` (the settings, rates, seeds and classes; versions, device,
+        date; ``seconds``, the training time; every file's sha256). Read the tables with
         ``scansnap.experiments.read_results(folder, paper=False)`` (``diverged`` comes back as
         a bool, whole-number columns as integers). Returns the paths written."""
         from ._save import save_set
@@ -312,22 +311,12 @@ class TrainResult:
 
     @staticmethod
     def load(folder, name: str = "train") -> "TrainResult":
-        """The result :meth:`save` wrote as ``name`` in ``folder`` (a str or a Path), read back
-        after checking it: every file its record ``<name>.provenance.json`` lists is the one the
-        record describes (sha256; an edited or missing file is a ValueError naming it and how to
-        remake it), the record itself was not edited (its ``record_sha256``; the error names the
-        fields that differ where the files show them), and the record's rates, seeds, steps,
-        snapshot steps and classes are the CSVs'. ``folder`` may hold other sets beside it.
-
-        Returns an equivalent :class:`TrainResult`: the same ``eta_y``, ``eta_z``, ``seed``,
-        ``loss``, ``Y``, ``Z`` and ``snapshots`` (bit for bit, from ``<name>_weights.npz``),
-        ``config`` (with ``betas`` a tuple and ``device`` the device it was trained on),
-        ``diverged``, ``seconds`` (the training time, to the millisecond) and ``classes`` (a new
-        :class:`~scansnap.data.SequenceClasses` equal to the one trained on: compare classes with
-        ``np.array_equal(a.probs, b.probs)``, not ``is``). Not saved, so not restored: the
-        optimiser's state (momentum buffers; a loaded result cannot be trained further) and
-        the random generators' state. A set saved before weights were saved (no
-        ``<name>_weights.npz``) is a ValueError: re-run the code that saved it."""
+        """The result :meth:`save` wrote as ``name`` in ``folder`` (str or Path), after checking
+        every file its record lists (sha256), the record's own hash (naming an edited field where
+        it can) and its settings against the CSVs. The same rates, seeds, ``loss``, ``Y``, ``Z``,
+        ``snapshots`` (bit for bit), ``config``, ``diverged``, ``seconds`` (to the ms) and an equal
+        ``classes`` (a new object). Not saved, so not restored: the optimiser's state (momentum;
+        no training on from it) and the random generators'."""
         import json
 
         from . import provenance
