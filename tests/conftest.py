@@ -26,3 +26,19 @@ def _tests_compute_on_the_cpu(request):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(scope="session")
+def saved_lm(tmp_path_factory):
+    """A small embedding transformer trained on a toy text and saved: (folder, ids, result).
+
+    Shared by the tests that read an LM's saved set back (replay, thread counts, edits)."""
+    from scansnap.lm import train_lm
+    from scansnap.wikitext import Vocab
+    words = ("the cat sat on the mat . the dog sat on the log . " * 40 + "a zebra").split()
+    vocab = Vocab.build(words, min_freq=2)
+    ids = vocab.encode(words)
+    d = tmp_path_factory.mktemp("lm") / "my-lm"
+    own = train_lm(ids, len(vocab), steps=12, d=16, d_hidden=16, batch=4, bptt=6, probe=ids[:6], snapshot_steps=[12])
+    own.save(d, vocab=vocab)
+    return d, ids, own

@@ -21,19 +21,6 @@ RESULTS = Path(provenance.__file__).parent / "results"
 
 # Trip 1: an LM replay at another torch thread count said "here: device cpu, torch X; recorded: the same"
 
-@pytest.fixture(scope="module")
-def saved_lm(tmp_path_factory):
-    from scansnap.lm import train_lm
-    from scansnap.wikitext import Vocab
-    words = ("the cat sat on the mat . the dog sat on the log . " * 40 + "a zebra").split()
-    vocab = Vocab.build(words, min_freq=2)
-    ids = vocab.encode(words)
-    d = tmp_path_factory.mktemp("lm6") / "my-lm"
-    own = train_lm(ids, len(vocab), steps=6, d=16, d_hidden=16, batch=4, bptt=6)
-    own.save(d, vocab=vocab)
-    return d, ids
-
-
 def _edited(d, tmp_path, threads):
     e = tmp_path / "edited"
     shutil.copytree(d, e)
@@ -49,28 +36,28 @@ def _edited(d, tmp_path, threads):
 
 
 def test_lm_record_holds_the_thread_count(saved_lm):
-    d, _ = saved_lm
+    d, _, _ = saved_lm
     rec = json.loads((d / "lm.provenance.json").read_text())
     assert rec["data"]["torch_threads"] == torch.get_num_threads()
 
 
 def test_replay_names_both_thread_counts(saved_lm, tmp_path):
     from scansnap.lm import replay
-    d, ids = saved_lm
+    d, ids, _ = saved_lm
     now = torch.get_num_threads()
     e = _edited(d, tmp_path, now + 3)
     with pytest.raises(ValueError, match=rf"{now} torch threads.*{now + 3} torch threads.*thread count differs "
                                          rf"\({now + 3} recorded, {now} now\): a different thread count changes "
                                          r"how float sums"):
-        replay(e, ids)
+        replay(e, ids, probe=ids[:6])
 
 
 def test_replay_says_when_the_record_lacks_the_thread_count(saved_lm, tmp_path):
     from scansnap.lm import replay
-    d, ids = saved_lm
+    d, ids, _ = saved_lm
     e = _edited(d, tmp_path, None)
     with pytest.raises(ValueError, match=r"torch threads not recorded.*changes float sums"):
-        replay(e, ids)
+        replay(e, ids, probe=ids[:6])
 
 
 # Trip 2: a record without record_sha256 was trusted silently; a dropped grid cell passed

@@ -62,19 +62,6 @@ def test_the_books_largest_rates_are_not_diverged():
 # (2) replay: the replayed loss against the saved, hashed one
 # ---------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def saved_lm(tmp_path_factory):
-    from scansnap.lm import train_lm
-    from scansnap.wikitext import Vocab
-    words = ("the cat sat on the mat . the dog sat on the log . " * 40 + "a zebra").split()
-    vocab = Vocab.build(words, min_freq=2)
-    ids = vocab.encode(words)
-    d = tmp_path_factory.mktemp("lm") / "my-lm"
-    own = train_lm(ids, len(vocab), steps=12, d=16, d_hidden=16, batch=4, bptt=6, probe=ids[:6], snapshot_steps=[12])
-    own.save(d, vocab=vocab)
-    return d, ids, own
-
-
 def test_replay_reproduces_the_saved_loss(saved_lm):
     from scansnap.lm import replay
     d, ids, own = saved_lm
