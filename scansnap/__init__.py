@@ -7,7 +7,7 @@ paper's closed forms and noiseless dynamics (``scansnap.theory``), its metrics
 one machine: ``scansnap.distributed``). The book's chapter "Your own experiment" walks through
 the same steps as this quickstart (about 5 s on a laptop CPU)::
 
-    from scansnap import sequence_classes, train, lr_grid
+    from scansnap import TrainResult, sequence_classes, train, lr_grid
     from scansnap.experiments import read_results
 
     classes = sequence_classes(K=3, M=40, num_common=5, num_distinct=8)   # tokens 33-39 unused
@@ -20,9 +20,11 @@ the same steps as this quickstart (about 5 s on a laptop CPU)::
     print(pred.t0_steps)                      # Theorem 4's t0, in steps of this optimiser
     cmp = pred.compare(res)                   # a row per run and class: the run against the prediction
     print(cmp[["run", "class", "top_token", "predicted_winners", "top_as_predicted", "rank_correlation",
-               "common_mass", "predicted_common_mass", "agrees"]].round(3).to_string())   # agrees: within tolerance
+               "margin", "common_mass", "predicted_common_mass", "agrees"]].round(3).to_string())
+    # margin: how clear Theorem 3's winner is (a near-tie, below ~0.05, can go either way); agrees: within tolerance
     res.save("my-results")                    # CSVs + provenance record, written atomically
     back = read_results("my-results", paper=False)   # hashes checked; {file: {column: array}}
+    again = TrainResult.load("my-results")    # the result itself, hashes checked: loss, Y, Z, snapshots
     print(back["train"]["distinct_entropy"])
 
     # a grid: every eta_Z x ratio (eta_Y = ratio x eta_Z) x seed, as three (R,) arrays for train()

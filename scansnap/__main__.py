@@ -28,6 +28,20 @@ EXTRAS = ("freeze",)   # beyond the paper's figures; not part of 'all'
 MAX_SEEDS = 100
 MAX_STEPS = 100_000
 SEED_MAX = 2 ** 63 - 1
+PROGRESS_ENV = "SCANSNAP_PROGRESS"   # 1: progress bars always, 0: never; unset: only when stderr is a terminal
+
+
+def _bar() -> bool:
+    """Whether the command draws progress bars: ``SCANSNAP_PROGRESS=1`` always, ``=0`` never;
+    unset (or anything else), only when stderr is a terminal, so a log or a pipe gets no
+    carriage-return frames (tqdm's ``disable=None`` rule)."""
+    v = os.environ.get(PROGRESS_ENV, "").strip()
+    if v in ("0", "1"):
+        return v == "1"
+    try:
+        return bool(sys.stderr.isatty())
+    except (AttributeError, ValueError):              # a closed or replaced stderr
+        return False
 
 
 def _seeds(text: str):
@@ -187,7 +201,7 @@ def _sweep(cache, device, steps, seeds, grid=None, world=None):
         axes = {k: g.pop(k, None) or FIG6[k] for k in ("num_last", "eta_z", "ratio")}
         kw = dict(device=device, steps=steps or COMMON["steps"], **axes, **g)
         if world is None:
-            cache["sweep"] = syn_medium_sweep(seeds=seeds, progress=True, **kw)
+            cache["sweep"] = syn_medium_sweep(seeds=seeds, progress=_bar(), **kw)
         else:
             from . import distributed
             from .train import TrainResult, lr_grid
@@ -195,7 +209,7 @@ def _sweep(cache, device, steps, seeds, grid=None, world=None):
             def compute(mine):
                 if not mine:
                     return []
-                sw = syn_medium_sweep(seeds=tuple(mine), progress=world.main, **kw)
+                sw = syn_medium_sweep(seeds=tuple(mine), progress=world.main and _bar(), **kw)
                 return [{nl: res.select(res.seed == s) for nl, (_, res) in sw.items()} for s in mine]
             parts = distributed.gather(world, list(seeds), compute, "the Syn-Medium sweep")
             if parts is None:
@@ -300,13 +314,13 @@ def _fig7_results(device, steps, data, world=None):
     from .experiments import FIG7, fig7
     steps = steps or FIG7["steps"]
     if world is None:
-        return fig7(steps=steps, device=device, progress=True, source=data)[0]
+        return fig7(steps=steps, device=device, progress=_bar(), source=data)[0]
     from . import distributed
 
     def compute(mine):
         if not mine:
             return []
-        res = fig7(steps=steps, layers=mine, device=device, progress=world.main, source=data)[0]
+        res = fig7(steps=steps, layers=mine, device=device, progress=world.main and _bar(), source=data)[0]
         for r in res.values():
             r.model = None                       # the maps travel, not the weights
         return [res[L] for L in mine]
@@ -334,7 +348,7 @@ def reproduce_fig7(out: Path, device: str, steps, data="shipped", world=None, **
 def reproduce_freeze(out: Path, device: str, steps, data="shipped", **_):
     """Beyond Fig. 7: one 1-layer run 4x longer, lowest-layer attention every 250 steps (does it freeze?)."""
     from .experiments import FREEZE, lm_freezing
-    rows = lm_freezing(steps=steps or FREEZE["steps"], device=device, progress=True, source=data)
+    rows = lm_freezing(steps=steps or FREEZE["steps"], device=device, progress=_bar(), source=data)
     _write_csv(out / "freeze.csv", ["iteration", "entropy", "change", "loss"],
                [(s, f"{e:.6g}", f"{c:.6g}", f"{l:.6g}") for s, e, c, l in rows])
     from .plots import freezing
@@ -349,14 +363,14 @@ def _fig10_rows(device, steps, data, world=None):
     from .experiments import FIG10, fig10, fig10_groups, fig10_rows, wikitext_data
     steps = steps or FIG10["steps"]
     if world is None:
-        return fig10(lrs=FIG10["lrs"], seeds=FIG10["seeds"], steps=steps, device=device, progress=True, source=data)
+        return fig10(lrs=FIG10["lrs"], seeds=FIG10["seeds"], steps=steps, device=device, progress=_bar(), source=data)
     from . import distributed
     groups = fig10_groups([(lr, s) for lr in FIG10["lrs"] for s in FIG10["seeds"]], device)
 
     def compute(mine):
         if not mine:
             return []
-        rows = fig10_rows([r for g in mine for r in g], steps=steps, device=device, progress=world.main,
+        rows = fig10_rows([r for g in mine for r in g], steps=steps, device=device, progress=world.main and _bar(),
                           data=wikitext_data(data))
         out, i = [], 0
         for g in mine:
@@ -581,7 +595,9 @@ HELP = {
     "--batch": "sequences per step (the paper's: 128)",
     "--T": "sequence length, contextual tokens and the query (the paper's: 128)",
     "epilog": "Past one machine: torchrun --nproc_per_node N -m scansnap reproduce fig10 --out DIR "
-              "(figs 6, 7, 10, 11, 12 split their runs over the ranks; rank 0 writes; see bench/RESULTS.md)",
+              "(figs 6, 7, 10, 11, 12 split their runs over the ranks; rank 0 writes; see bench/RESULTS.md). "
+              "Progress bars are drawn on stderr only when it is a terminal (none in a log or a pipe); "
+              "SCANSNAP_PROGRESS=1 draws them anyway, SCANSNAP_PROGRESS=0 never.",
 }
 
 

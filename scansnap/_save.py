@@ -34,7 +34,7 @@ def _script() -> str | None:
 
 
 def save_set(folder, name: str, tables: dict, settings: dict, device: str, what: str,
-             seconds: float | None = None, what_seconds: str = "", data=None) -> list[Path]:
+             seconds: float | None = None, what_seconds: str = "", data=None, arrays=None) -> list[Path]:
     """Write ``tables`` ({file stem: (header, rows)}) as CSVs in ``folder`` together with
     ``<name>.provenance.json``: staged, then moved into place as one set (an interrupt leaves
     the previous set or this one). Returns the paths written.
@@ -45,7 +45,9 @@ def save_set(folder, name: str, tables: dict, settings: dict, device: str, what:
     ``command`` names the call that saved it and, where a script ran it, the script's command
     line (``python: TrainResult.save('mine'), run by `python my_run.py --rate 2```); ``argv``
     holds ``sys.argv`` as it was. ``data``: the
-    record's ``data`` (what the result was made from; None: nothing beyond the settings)."""
+    record's ``data`` (what the result was made from; None: nothing beyond the settings).
+    ``arrays``: {file stem: {name: array}}, written as ``<stem>.npz`` beside the CSVs and hashed
+    with them (a result's exact weights, for ``TrainResult.load``)."""
     from . import provenance
     if not isinstance(name, str) or not _NAME.match(name) or name.endswith(provenance.SUFFIX):
         raise ValueError(f"name must be a plain file stem (letters, digits, '_', '-', '.'), got {name!r}")
@@ -55,6 +57,10 @@ def save_set(folder, name: str, tables: dict, settings: dict, device: str, what:
         for stem, (header, rows) in tables.items():
             write_csv(stage / f"{stem}.csv", header, rows)
             files.append(f"{stem}.csv")
+        for stem, named in (arrays or {}).items():         # {file stem: {array name: ndarray}}: one .npz each
+            import numpy as np
+            np.savez(stage / f"{stem}.npz", **named)
+            files.append(f"{stem}.npz")
         note = (f"seconds: {what_seconds or 'the time it took to make'} (not the time to save)"
                 if seconds is not None else "seconds: not known (the result does not carry its training time)")
         rec = provenance.record(name, stage, files, settings, data, provenance.environment(device),

@@ -646,8 +646,9 @@ def replay(record_or_folder, train_ids, probe=None, *, name: str | None = None, 
 
     ``record_or_folder``: the record (a dict), its ``<name>.provenance.json``, or the folder that
     :meth:`LMResult.save` wrote (``name`` picks the run when it holds several). The ids are
-    checked first: ``train_ids`` and ``probe`` must have the sha256 and length that the record's
-    ``data`` lists (a ValueError naming both otherwise; the probe is needed exactly when the run
+    checked first (after the record itself: one whose ``record_sha256`` does not match it was
+    edited, a ValueError naming the fields that differ where it can): ``train_ids`` and
+    ``probe`` must have the sha256 and length that the record's ``data`` lists (a ValueError naming both otherwise; the probe is needed exactly when the run
     had one); ``vocab`` (optional, a :class:`scansnap.wikitext.Vocab`) must be the recorded one
     (size and words' sha256), so a rebuilt vocabulary can be checked (``Vocab.build`` with the
     recorded ``min_freq`` on the recorded text). The loss is the same bit for bit on the same
@@ -665,6 +666,9 @@ def replay(record_or_folder, train_ids, probe=None, *, name: str | None = None, 
     difference is a ValueError naming the first step, both values and both environments.
     """
     rec, where = _load_record(record_or_folder, name)
+    from . import provenance
+    if provenance.RECORD_HASH in rec or not isinstance(record_or_folder, dict):   # an edited record: said first
+        provenance.check_record_hash(Path(where) if not isinstance(record_or_folder, dict) else where, rec)
     settings, data = rec.get("settings"), rec.get("data")
     want = set(_SETTINGS) | {"snapshot_steps"}
     if not isinstance(settings, dict) or not isinstance(data, dict) or set(settings) != want \

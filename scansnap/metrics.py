@@ -195,3 +195,33 @@ def _check_Z_any(classes: SequenceClasses, Z, what: str) -> np.ndarray:
     if Z.ndim not in (2, 3) or Z.shape[-2:] != (classes.M, classes.M):
         raise ValueError(f"{what} must be (M, M) or (R, M, M) with M={classes.M}; got shape {Z.shape}")
     return Z
+
+
+def transition_step(result) -> np.ndarray:
+    """(R,) float: each run's observed end of the scan's first stage, the step where the
+    common-token mass (:func:`common_mass`, averaged over the classes) falls fastest: with Z at
+    steps s_0 < s_1 < ... (the result's snapshots, its end, and step 0 for ``init="zero"``, where
+    Z = 0), the s_{i+1} of the steepest fall per step, (m(s_{i+1}) - m(s_i)) / (s_{i+1} - s_i).
+    With every step kept (``train(..., snapshot_steps=range(steps + 1))``) that is
+    ``1 + argmin(diff(m))``, exact to the step; with fewer snapshots it is known only to the
+    interval (s_i, s_{i+1}] and reported as its end (an upper bound). NaN for a run whose common
+    mass never falls (no common tokens), and for every run when there are fewer than three steps
+    to compare (no snapshots: only step 0 and the end, one interval, no "fastest"). It is the measured
+    counterpart of Theorem 4's t_0 on the optimiser's clock (``Prediction.t0_steps``), which
+    :meth:`scansnap.theory.Prediction.compare` sets beside it (``transition_step``)."""
+    classes = result._classes()
+    Zs = dict(result.snapshots)
+    last = int(result.loss.shape[1])
+    Zs.setdefault(last, result.Z)
+    if 0 not in Zs and result.config.get("init", "zero") == "zero":
+        Zs[0] = np.zeros(tuple(result.Z.shape))
+    steps = np.array(sorted(Zs), float)
+    out = np.full(result.R, np.nan)
+    if len(steps) < 3:
+        return out
+    m = np.stack([common_mass(classes, np.asarray(Zs[int(s)], float)).mean(axis=-1) for s in steps], axis=-1)
+    rate = np.diff(m, axis=-1) / np.diff(steps)
+    i = np.argmin(rate, axis=-1)
+    falls = rate[np.arange(result.R), i] < 0
+    out[falls] = steps[1:][i[falls]]
+    return out

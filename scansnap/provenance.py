@@ -439,9 +439,125 @@ def check_record_hash(p: Path, rec: dict) -> None:
                       "its settings are taken on its word (its files' sha256 are still checked); "
                       f"{remake(rec, Path(str(p)).parent)}", UnhashedRecordWarning, stacklevel=3)
     elif RECORD_HASH in rec and rec[RECORD_HASH] != record_digest(rec):
+        named = edited_fields(p, rec)
+        which = (f"changed: {'; '.join(named)}" if named else
+                 "a setting such as steps, batch or the rates changed by hand?")
         raise ValueError(f"{p} was edited after it was written: its {RECORD_HASH} does not match its contents "
-                         "(a setting such as steps, batch or the rates changed by hand?); its files' numbers are "
-                         f"not the ones it describes; {remake(rec, Path(str(p)).parent)}")
+                         f"({which}); its files' numbers are not the ones it describes; "
+                         f"{remake(rec, Path(str(p)).parent)}")
+
+
+def _show(v) -> str:
+    return json.dumps(v) if not isinstance(v, str) else repr(v)
+
+
+def edited_fields(p, rec: dict) -> list[str]:
+    """The fields of an edited record (its ``record_sha256`` no longer matches), named where they
+    can be found, as ``"settings.steps: the record says 100, it was written with 40"``: (1) a
+    saved result's settings that its own CSVs contradict (:func:`saved_set_differences`), and
+    (2) any one setting whose original value is found by trying the values the files show,
+    the paper's value for a figure and ``train()``'s defaults: the one that makes the record's
+    hash match again. Empty where nothing can be named (an edit of another kind)."""
+    p = Path(str(p))
+    out, candidates = [], {}
+    figure = rec.get("figure", "")
+    try:
+        for k, v in settings_for(figure).items():
+            candidates.setdefault(k, []).append(v)
+    except (ValueError, KeyError, TypeError):
+        pass
+    import ast                                       # the record's own note, "steps=50 (the paper's: 100)", as written
+    for note in rec.get("notes") or ():
+        if isinstance(note, str) and note.startswith("not the paper's settings: "):
+            for m in re.finditer(r"(?:: |\), )(\w+)=(.+?) \(the paper's: ", note):
+                try:
+                    candidates.setdefault(m[1], []).append(ast.literal_eval(m[2]))
+                except (ValueError, SyntaxError):
+                    pass
+    settings = rec.get("settings")
+    import inspect
+    saved_yz = isinstance(settings, dict) and "classes" in settings and "eta_y" in settings
+    if isinstance(rec.get("data"), dict) and "train_ids" in rec["data"]:     # an LMResult.save record
+        from .lm import train_lm
+        for k, prm in inspect.signature(train_lm).parameters.items():
+            if prm.default is not inspect.Parameter.empty and isinstance(prm.default, (int, float, str, bool)):
+                candidates.setdefault(k, []).append(prm.default)
+    if saved_yz and f"{figure}_loss.csv" in rec.get("files", {}):   # a TrainResult.save set: its CSVs say some settings
+        try:
+            from .experiments import load_csv
+            tables = {f[:-4]: load_csv(p.parent / f) for f in rec["files"] if f.endswith(".csv")}
+            derived = _saved_set_values(figure, tables)
+        except (OSError, ValueError, KeyError):
+            derived = {}
+        for k, v in derived.items():
+            candidates.setdefault(k, []).append(v)
+        from .train import train
+        for k, prm in inspect.signature(train).parameters.items():
+            if prm.default is not inspect.Parameter.empty and isinstance(prm.default, (int, float, str, bool)):
+                candidates.setdefault(k, []).append(prm.default)
+        out += saved_set_differences(figure, rec, tables) if derived else []
+    if isinstance(settings, dict):
+        for k, values in candidates.items():
+            values = [w for v in values for w in ([v, float(v)] if type(v) is int else [v])]   # 5 or 5.0 as written
+            for v in values:
+                v = _plain(v)
+                if k in settings and settings[k] != v:
+                    trial = dict(rec, settings=dict(settings, **{k: v}))
+                    if record_digest(trial) == rec.get(RECORD_HASH):
+                        line = f"settings.{k}: the record says {_show(settings[k])}, it was written with {_show(v)}"
+                        if not any(o.startswith(f"settings.{k}:") for o in out):
+                            out.append(line)
+                        break
+    return out
+
+
+def _saved_set_values(name: str, tables: dict) -> dict:
+    """The settings a TrainResult.save set's CSVs show: steps (the loss CSV's steps), the rates and
+    seeds (a row per run), the snapshot steps (the attention CSV's, less the last step)."""
+    import numpy as np
+    loss, runs, att = tables[f"{name}_loss"], tables[name], tables.get(f"{name}_attention")
+    steps = int(np.max(loss["step"])) + 1 if len(loss["step"]) else 0
+    out = {"steps": steps, "eta_y": [float(x) for x in runs["eta_y"]], "eta_z": [float(x) for x in runs["eta_z"]],
+           "seeds": [int(x) for x in runs["seed"]]}
+    if att is not None:
+        out["snapshots_with_end"] = sorted(int(x) for x in np.unique(att["step"]))
+    return out
+
+
+def saved_set_differences(name: str, rec: dict, tables: dict) -> list[str]:
+    """Each setting of a TrainResult.save record (``<name>.provenance.json``) that its own CSVs
+    contradict, in words (empty: none): steps (the loss CSV's rows), eta_y, eta_z and seeds
+    (``<name>.csv``, a row per run) and the snapshot steps (the attention CSV's)."""
+    import numpy as np
+    st = rec.get("settings", {})
+    have = _saved_set_values(name, tables)
+    out = []
+    if st.get("steps") != have["steps"]:
+        out.append(f"settings.steps: the record says {_show(st.get('steps'))}, {name}_loss.csv has "
+                   f"{have['steps']} steps")
+    for k in ("eta_y", "eta_z", "seeds"):
+        want, got = st.get(k), have[k]
+        try:
+            same = len(want) == len(got) and np.allclose(np.asarray(want, float), got, rtol=1e-9, atol=0)
+        except (TypeError, ValueError):
+            same = False
+        if not same:
+            out.append(f"settings.{k}: the record says {_show(want)}, {name}.csv has {_show(got)}")
+    if "snapshots_with_end" in have and isinstance(st.get("snapshots"), list):
+        want = sorted(set(int(s) for s in st["snapshots"]) | {have["steps"]})
+        if want != have["snapshots_with_end"]:
+            out.append(f"settings.snapshots: the record says {_show(st['snapshots'])}, {name}_attention.csv has "
+                       f"steps {_show(have['snapshots_with_end'])}")
+    return out
+
+
+def check_saved_set(p, rec: dict, tables: dict) -> None:
+    """ValueError naming the record ``p`` and each setting its CSVs contradict (a TrainResult.save
+    set: :func:`saved_set_differences`)."""
+    diff = saved_set_differences(rec["figure"], rec, tables)
+    if diff:
+        raise ValueError(f"{p} does not describe its files ({'; '.join(diff)}): an edited record or a mixed set; "
+                         f"{remake(rec, Path(str(p)).parent)}")
 
 
 def _check_record(p: Path, rec) -> None:

@@ -961,7 +961,10 @@ class Prediction:
         the same) or a step both have: one of the prediction's snapshot steps (or its ``steps``)
         and one of the result's (or its last step).
 
-        Columns: the run's rates and seed, ``step``, ``t0_steps``; ``top_token``, the distinct
+        Columns: the run's rates and seed, ``step``, ``t0_steps`` (predicted) and
+        ``transition_step`` (observed on the run, :func:`scansnap.metrics.transition_step`: the
+        step where its common-token mass falls fastest, to the resolution of its snapshots; NaN
+        without a fall; see the end of this docstring); ``top_token``, the distinct
         token with the most observed attention; ``predicted_winners``, the tokens Theorem 3 ties
         for first (equal P(l|n)), ``tied`` (more than one), ``top_as_predicted`` (``top_token``
         is one of them) and ``predicted_top`` (the first of them); ``rank_correlation``,
@@ -1017,16 +1020,22 @@ class Prediction:
 
         ``t0_steps`` is the theory's (Theorem 4, Lemma 9), not measured on the run: t_0 is defined
         on the noiseless decoder dynamics, which a run with batches has no exact counterpart of.
-        To see it on a run, keep snapshots (``train(..., snapshot_steps=range(0, steps + 1))``)
-        and read where the common-token mass falls fastest,
-        ``1 + np.argmin(np.diff([result.common_mass(s).mean() for s in range(steps + 1)]))``: the
-        scan's first stage ends as the attention starts leaving the common tokens (Theorem 3). On
-        K=4, M=40 classes at eta_Z=2, that step is within a factor of 2 of ``t0_steps`` (eta_Y = 2
-        and 10; ``tests/test_research_saturation.py``)."""
+        Its measured counterpart is the ``transition_step`` column, where the common-token mass
+        falls fastest, ``1 + np.argmin(np.diff([result.common_mass(s).mean() for s in
+        range(steps + 1)]))`` with every step kept (``train(..., snapshot_steps=range(steps +
+        1))``); with fewer snapshots it is the end of the snapshot interval of the steepest fall
+        (an upper bound): the scan's first stage ends as the attention starts leaving the common
+        tokens (Theorem 3). On K=4, M=40 classes at eta_Z=2, that step is within a factor of 2 of
+        ``t0_steps`` (eta_Y = 2 and 10; ``tests/test_research_saturation.py``), and so it is at
+        Fig. 4's Syn-Small setting (eta_Y = eta_Z = 1: step 10 against 6.5) and over the paper's
+        Syn-Medium rates at num_last = 5 (0.8 to 1.9 times ``t0_steps``). Where ``t0_steps`` is
+        a step or two (large rates: Fig. 4's eta_Y = 10, step 4 against 1.6) the observed fall
+        comes up to ~4x later: whole steps, and momentum's velocity still building up
+        (``tests/test_research7.py``)."""
         import pandas as pd
         from scipy.stats import rankdata
 
-        from .metrics import class_entropy, common_mass
+        from .metrics import class_entropy, common_mass, transition_step
         if result.classes is not self.classes and not np.array_equal(result.classes.probs, self.classes.probs):
             raise ValueError("the result was trained on other sequence classes than the prediction's")
         if len(result.eta_y) != len(self.eta_y) or not (np.allclose(result.eta_y, self.eta_y)
@@ -1118,7 +1127,7 @@ class Prediction:
             "run": np.repeat(np.arange(R), K), "class": np.tile(np.arange(K), R),
             "eta_y": np.repeat(self.eta_y, K), "eta_z": np.repeat(self.eta_z, K),
             "seed": np.repeat(np.asarray(result.seed), K), "step": np.full(R * K, at),
-            "t0_steps": np.repeat(self.t0_steps, K),
+            "t0_steps": np.repeat(self.t0_steps, K), "transition_step": np.repeat(transition_step(result), K),
             "top_token": observed_top.ravel(), "predicted_winners": [winners[n] for _ in range(R) for n in range(K)],
             "tied": np.tile([len(w) > 1 for w in winners], R), "top_as_predicted": top_ok.ravel(),
             "predicted_top": np.tile([w[0] for w in winners], R),

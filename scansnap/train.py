@@ -274,9 +274,10 @@ class TrainResult:
         its provenance record, as ``python -m scansnap reproduce`` writes a figure's:
         ``<name>.csv`` (one row per run, :meth:`to_frame`), ``<name>_classes.csv`` (per run and
         class), ``<name>_loss.csv`` (run, step, loss), ``<name>_attention.csv`` (run, step,
-        class, token, c: c_n on each class's support at the end and at every snapshot) and
+        class, token, c: c_n on each class's support at the end and at every snapshot),
+        ``<name>_weights.npz`` (loss, Y, Z, snapshots: :meth:`load` reads the result back) and
         ``<name>.provenance.json`` (the settings, rates, seeds and classes; versions, device,
-        date; ``seconds``, the training time; every file's sha256). Read it back with
+        date; ``seconds``, the training time; every file's sha256). Read the tables with
         ``scansnap.experiments.read_results(folder, paper=False)`` (``diverged`` comes back as
         a bool, whole-number columns as integers). Returns the paths written."""
         from ._save import save_set
@@ -298,11 +299,69 @@ class TrainResult:
                         snapshots=sorted(self.snapshots),
                         classes=dict(K=classes.K, M=classes.M, query=classes.query.tolist(),
                                      next_token=classes.next_token.tolist(), probs=classes.probs.tolist()))
+        arrays = {"loss": np.asarray(self.loss), "Y": self.Y.detach().cpu().numpy(),
+                  "Z": self.Z.detach().cpu().numpy(),
+                  **{f"snapshot_{s}": z.detach().cpu().numpy() for s, z in self.snapshots.items()}}
         return save_set(folder, name, {name: table(runs), f"{name}_classes": table(classes_),
                                        f"{name}_loss": (["run", "step", "loss"], loss_rows),
                                        f"{name}_attention": (["run", "step", "class", "token", "c"], att_rows)},
                         settings, self.config.get("device", "cpu"), f"TrainResult.save({name!r})",
-                        seconds=self.seconds, what_seconds="train()'s wall time")
+                        seconds=self.seconds, what_seconds="train()'s wall time",
+                        arrays={f"{name}_weights": arrays})
+
+    @staticmethod
+    def load(folder, name: str = "train") -> "TrainResult":
+        """The result :meth:`save` wrote as ``name`` in ``folder`` (str or Path), after checking
+        every file its record lists (sha256), the record's own hash (naming an edited field where
+        it can) and its settings against the CSVs. The same rates, seeds, ``loss``, ``Y``, ``Z``,
+        ``snapshots`` (bit for bit), ``config``, ``diverged``, ``seconds`` (to the ms) and an equal
+        ``classes`` (a new object). Not saved, so not restored: the optimiser's state (momentum;
+        no training on from it) and the random generators'."""
+        import json
+
+        from . import provenance
+        from .data import SequenceClasses
+        from .experiments import load_csv
+        folder = provenance.results_folder(folder)
+        rec_path = folder / f"{name}{provenance.SUFFIX}"
+        if not rec_path.is_file():
+            raise ValueError(f"{folder} holds no saved result {name!r} (no {rec_path.name}; "
+                             f"{', '.join(sorted(p.name for p in folder.glob('*' + provenance.SUFFIX))) or 'no records'} "
+                             "there): save one with result.save(folder, name)")
+        records = provenance.read_records(folder)
+        rec = records.get(f"{name}.csv")
+        if rec is None or rec.get("figure") != name:
+            raise ValueError(f"{rec_path} does not list {name}.csv: not a TrainResult.save set")
+        weights = f"{name}_weights.npz"
+        if weights not in rec["files"]:
+            raise ValueError(f"{rec_path} lists no {weights} (saved before TrainResult.save kept the weights, or "
+                             f"not a TrainResult set): Y and Z cannot be restored; {provenance.remake(rec, folder)}")
+        for f in rec["files"]:
+            if not (folder / f).is_file():
+                raise ValueError(f"{folder / f} is missing, though its record {rec_path.name} lists it: an "
+                                 f"incomplete set; {provenance.remake(rec, folder)}")
+            provenance.verify(folder / f, records)
+        tables = {f[:-4]: load_csv(folder / f) for f in rec["files"] if f.endswith(".csv")}
+        provenance.check_saved_set(rec_path, rec, tables)   # the record's settings against the CSVs
+        provenance.check_record_hash(rec_path, rec)
+        st = dict(rec["settings"])
+        with np.load(folder / weights, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+        c = st.pop("classes")
+        classes = SequenceClasses(np.asarray(c["probs"], float), np.asarray(c["query"]), np.asarray(c["next_token"]))
+        eta_y, eta_z = np.asarray(st.pop("eta_y"), float), np.asarray(st.pop("eta_z"), float)
+        seed = np.asarray(st.pop("seeds"), np.int64)
+        snaps = st.pop("snapshots")
+        if isinstance(st.get("betas"), list):
+            st["betas"] = tuple(st["betas"])
+        st["device"] = rec.get("device", "cpu")
+        runs = tables[name]
+        diverged = np.asarray(runs["diverged"], bool) if "diverged" in runs else None
+        secs = rec.get("seconds")
+        return TrainResult(eta_y, eta_z, seed, arrays["loss"], torch.from_numpy(arrays["Y"]),
+                           torch.from_numpy(arrays["Z"]), {int(s): torch.from_numpy(arrays[f"snapshot_{s}"])
+                                                           for s in snaps},
+                           st, diverged, classes, None if secs is None else float(secs))
 
 
 def _short(values, unit: str = "values") -> str:

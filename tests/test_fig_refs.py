@@ -216,3 +216,22 @@ def test_built_pages_name_the_papers_figures():
     assert not found and not bad_numbers, (
         "in the built book:\n" + "\n".join(found + [f"a book figure number without its chapter: {b}"
                                                    for b in bad_numbers]))
+
+
+# a TeX command outside MathJax's \( \) in a link's text: {ref} to a heading with math gives the
+# heading's source ("Which \eta_Z: ...") unless the heading's math is $-delimited or the link has text
+RAW_TEX = re.compile(r"\\[A-Za-z]+")
+
+
+def test_built_links_show_no_raw_tex():
+    from bs4 import BeautifulSoup
+
+    found = []
+    for src, html in _built_pages():
+        body = BeautifulSoup(html.read_text(), "html.parser")
+        body = body.select_one("article") or body
+        for a in body.select("a.reference"):
+            text = re.sub(r"\\\(.*?\\\)", " ", a.get_text(), flags=re.S)
+            if RAW_TEX.search(text):
+                found.append(f"{src.name}: {a.get_text()!r}")
+    assert not found, "links whose text shows raw TeX:\n" + "\n".join(sorted(set(found)))

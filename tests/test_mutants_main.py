@@ -19,6 +19,13 @@ from scansnap import theory as th
 from scansnap.data import syn_small
 
 
+@pytest.fixture(autouse=True)
+def _bars_on(monkeypatch):
+    """The command's bars forced on: these tests check ``progress=True`` is passed on (without
+    the variable the command draws bars only when stderr is a terminal, and pytest's is not)."""
+    monkeypatch.setenv("SCANSNAP_PROGRESS", "1")
+
+
 class _Drawn:
     def __init__(self, log, name, args, kwargs):
         self.log, self.name, self.args, self.kwargs = log, name, args, kwargs

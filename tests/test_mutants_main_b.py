@@ -74,6 +74,7 @@ def test_each_figure_passes_its_settings_on(tmp_path, drawn, monkeypatch):
 
 def test_the_sweep_and_recall_settings(tmp_path, drawn, monkeypatch):
     seen = []
+    monkeypatch.setenv("SCANSNAP_PROGRESS", "1")          # bars forced on (else: only on a terminal)
     monkeypatch.setattr(ex, "syn_medium_sweep", lambda **kw: seen.append(kw) or "the sweep")
     r6 = {k: np.arange(3.0) + i for i, k in enumerate(("num_last", "eta_z", "ratio", "seed", "entropy"))}
     monkeypatch.setattr(ex, "fig6", lambda sweep: r6 if sweep == "the sweep" else None)
@@ -105,6 +106,7 @@ def test_the_sweep_and_recall_settings(tmp_path, drawn, monkeypatch):
 
 def test_fig7_passes_its_settings_on(tmp_path, drawn, monkeypatch):
     seen = {}
+    monkeypatch.setenv("SCANSNAP_PROGRESS", "1")          # bars forced on (else: only on a terminal)
     maps = [torch.full((1, 2, 2), 0.5)]
     res = SimpleNamespace(snapshots={0: maps, 3: maps})
     monkeypatch.setattr(ex, "fig7", lambda **kw: seen.update(kw) or ({1: res}, None, None))

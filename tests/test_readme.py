@@ -41,7 +41,8 @@ def test_readme_quickstart_python_runs(tmp_path):
     assert "loss (2, 60); Y, Z (2, 40, 40)" in out
     assert "LMResult: 1-layer" in out and "per layer (1, 30, 30)" in out
     assert sorted(p.name for p in (tmp_path / "my-results").iterdir()) == [
-        "train.csv", "train.provenance.json", "train_attention.csv", "train_classes.csv", "train_loss.csv"]
+        "train.csv", "train.provenance.json", "train_attention.csv", "train_classes.csv", "train_loss.csv",
+        "train_weights.npz"]
     assert r.stderr.count("\n") < 3, r.stderr          # no warnings, no progress bars outside a terminal
 
 

@@ -81,7 +81,7 @@ def test_select_and_concat_give_the_runs_back(run):
 def test_save_writes_an_atomic_set_that_reads_back(run, tmp_path):
     paths = run.save(str(tmp_path / "out"), "mine")
     assert [p.name for p in paths] == ["mine.csv", "mine_classes.csv", "mine_loss.csv", "mine_attention.csv",
-                                       "mine.provenance.json"]
+                                       "mine_weights.npz", "mine.provenance.json"]
     back = read_results(tmp_path / "out", paper=False)
     np.testing.assert_allclose(back["mine"]["distinct_entropy"], run.distinct_entropy(), rtol=1e-9)
     assert back["mine"]["seed"].dtype == np.int64 and back["mine_loss"]["step"].dtype == np.int64

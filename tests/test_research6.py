@@ -30,6 +30,7 @@ def _edited(d, tmp_path, threads):
         del rec["data"]["torch_threads"]
     else:
         rec["data"]["torch_threads"] = threads
+    rec[provenance.RECORD_HASH] = provenance.record_digest(rec)   # as a run on that machine wrote it (replay checks the hash)
     (e / "lm.provenance.json").write_text(json.dumps(rec))
     return e
 

@@ -80,6 +80,12 @@ def test_replay_of_an_edited_record_names_both_losses(saved_lm, tmp_path):
     rec = json.loads((e / "lm.provenance.json").read_text())
     rec["settings"]["lr"] = rec["settings"]["lr"] - 1
     (e / "lm.provenance.json").write_text(json.dumps(rec))
+    with pytest.raises(ValueError, match=r"was edited after it was written.*settings\.lr: the record says 4\.0, it was "
+                                         r"written with 5"):
+        replay(e, ids, probe=ids[:6])                   # the record's own hash first, before any training
+    from scansnap import provenance
+    rec[provenance.RECORD_HASH] = provenance.record_digest(rec)   # edited and rehashed: the loss check catches it
+    (e / "lm.provenance.json").write_text(json.dumps(rec))
     with pytest.raises(ValueError, match=r"the replayed loss is not the saved one: at step 1 replayed [0-9.]+, "
                                          rf"saved {own.loss[1]:.10g} in .*lm_loss\.csv \(sha256 checked") as e_info:
         replay(e, ids, probe=ids[:6])
