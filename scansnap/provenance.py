@@ -240,7 +240,12 @@ def _pause():
 
 
 def _fsync(path, directory=False):
-    fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
+    try:
+        fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
+    except OSError:
+        if directory:               # Windows cannot open a folder at all: its renames go unsynced there
+            return
+        raise
     try:
         os.fsync(fd)
     except OSError:                 # a file system without fsync on folders: best effort

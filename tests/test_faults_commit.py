@@ -213,3 +213,24 @@ def test_a_reader_of_a_results_folder_by_str(tmp_path):
     out = tmp_path / "out"
     _set(out, "fig3", "eta_y,t,growth_bound\n1,1,1")
     assert ex.read_results(str(out))["fig3"]["t"].tolist() == [1.0]
+
+
+def test_fsync_of_a_folder_that_cannot_be_opened_is_best_effort(tmp_path, monkeypatch):
+    """On Windows os.open refuses a folder (PermissionError) whatever the flags; the commit's folder
+    fsync is best effort there, as on file systems without it, while a file's fsync still must work."""
+    from scansnap import provenance
+
+    real_open = os.open
+
+    def no_folders(path, flags, *a):
+        if os.path.isdir(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *a)
+
+    monkeypatch.setattr(provenance.os, "open", no_folders)
+    assert provenance._fsync(tmp_path, directory=True) is None
+    f = tmp_path / "a.csv"
+    f.write_text("x\n")
+    provenance._fsync(f)                                   # a file is still synced
+    with pytest.raises(FileNotFoundError):
+        provenance._fsync(tmp_path / "missing.csv")       # and a file's failure is not swallowed
