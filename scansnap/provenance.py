@@ -242,7 +242,7 @@ def _pause():
 def _fsync(path, directory=False):
     try:
         fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
-    except OSError:
+    except PermissionError:
         if directory:               # Windows cannot open a folder at all: its renames go unsynced there
             return
         raise

@@ -38,6 +38,7 @@ def test_reproduce_freeze_passes_steps_on_and_saves_at_120_dpi(tmp_path, monkeyp
     40 (the PNG's dpi)."""
     import scansnap.experiments as ex
     import scansnap.plots as plots
+    monkeypatch.setenv("SCANSNAP_PROGRESS", "1")          # bars forced on (else: only on a terminal)
     asked, saved = [], []
     monkeypatch.setattr(ex, "lm_freezing", lambda **kw: asked.append(kw) or [(0, 1.0, 0.0, 5.0), (250, 0.9, 0.1, 4.0)])
 
