@@ -319,8 +319,8 @@ class TrainResult:
         every file its record lists (sha256), the record's own hash (naming an edited field where
         it can) and its settings against the CSVs. The same rates, seeds, ``loss``, ``Y``, ``Z``,
         ``snapshots`` (bit for bit), ``config``, ``diverged``, ``seconds`` (to the ms) and an equal
-        ``classes`` (a new object; a layout outside Sec. 3.2: one ClassLayoutWarning per call). Not
-        saved, so not restored: the optimiser's state (no training on from it) and the RNGs'."""
+        ``classes`` (new; a layout outside Sec. 3.2: one ClassLayoutWarning per call). Not saved,
+        so not restored: the optimiser's state (no training on from it) and the RNGs'."""
         import json
 
         from . import provenance
