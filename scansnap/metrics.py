@@ -26,11 +26,28 @@ class UndefinedEntropyWarning(RuntimeWarning):
     ``DISTINCT_MASS_MIN`` of the whole (all of it on the common tokens), so it has no sparsity."""
 
 
+def _stacklevel() -> int:
+    """The ``stacklevel`` that makes a ``warnings.warn`` in the calling function point at the first
+    line outside this package (the user's call, through ``TrainResult`` or ``Prediction`` methods)."""
+    import os
+    import sys
+    pkg = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    f, level = sys._getframe(1), 1
+    while f.f_back is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
+        f, level = f.f_back, level + 1
+    return level
+
+
+def _distinct_mass(classes: SequenceClasses, Z) -> np.ndarray:
+    """(..., K): the share of each class's c_n on its distinct tokens G_DT(n)."""
+    return np.sum(np.where(classes.distinct_mask, np.exp(_log_attention(classes, Z)), 0.0), axis=-1)
+
+
 def _undefined_where_negligible(classes: SequenceClasses, Z, ent: np.ndarray, what: str) -> np.ndarray:
     """``ent`` (..., K) with NaN where the class's attention mass on G_DT(n) < DISTINCT_MASS_MIN,
     and an UndefinedEntropyWarning naming the (run and) class."""
     import warnings
-    mass = np.sum(np.where(classes.distinct_mask, np.exp(_log_attention(classes, Z)), 0.0), axis=-1)
+    mass = _distinct_mass(classes, Z)
     low = mass < DISTINCT_MASS_MIN
     if low.any():
         idx = tuple(int(i) for i in np.argwhere(low)[0])
@@ -38,7 +55,7 @@ def _undefined_where_negligible(classes: SequenceClasses, Z, ent: np.ndarray, wh
         warnings.warn(f"{what}: {int(low.sum())} class(es) have distinct-token entropy NaN (e.g. {where}: its "
                       f"attention on its distinct tokens is {mass[idx]:.2g} of the whole, below {DISTINCT_MASS_MIN:g}; "
                       "all of it is on the common tokens, so there is no sparsity to measure, not perfect sparsity)",
-                      UndefinedEntropyWarning, stacklevel=3)
+                      UndefinedEntropyWarning, stacklevel=_stacklevel())
         ent = np.where(low, np.nan, ent)
     return ent
 
@@ -180,7 +197,7 @@ def common_mass(classes: SequenceClasses, Z, what: str = "Z") -> np.ndarray:
     tokens (Theorem 3); the distinct tokens get 1 - common_mass. A token in some but not all
     classes' contexts (hand-made classes) counts as common, with a ``SharedTokenWarning``."""
     Z = _check_Z_any(classes, Z, what)
-    classes._warn_partly_shared("common_mass")
+    classes._warn_partly_shared("common_mass", stacklevel=_stacklevel() + 1)
     common = np.zeros(classes.M, bool)
     common[classes.common_tokens] = True
     c = np.exp(_log_attention(classes, Z))

@@ -18,6 +18,7 @@ from scipy.special import wrightomega as _wrightomega   # private: help(scansnap
 
 from ._validate import array, distribution_rows, finite, integer, positive, positive_int, times, unit_interval
 from .data import ClassLayoutWarning, SequenceClasses
+from .metrics import _stacklevel
 
 
 def _softmax(x, axis=-1):
@@ -829,7 +830,7 @@ def _warn_regime(where: str, ey, ez, t0_steps):
                       f"t0_steps = {t0_steps[r]:.2g}): Theorem 4's first stage would end within the first step, so "
                       "the decoder saturates at once (its softmax one-hot, no gradient left for the attention); "
                       "that is outside the theory, and the prediction need not hold: lower eta_y",
-                      RegimeWarning, stacklevel=3)
+                      RegimeWarning, stacklevel=_stacklevel())
 
 
 @dataclass(repr=False)
@@ -965,7 +966,8 @@ class Prediction:
         ``transition_step`` (observed on the run, :func:`scansnap.metrics.transition_step`: the
         step where its common-token mass falls fastest, to the resolution of its snapshots; NaN
         without a fall; see the end of this docstring); ``top_token``, the distinct
-        token with the most observed attention; ``predicted_winners``, the tokens Theorem 3 ties
+        token with the most observed attention, and ``noiseless_top``, the one with the most
+        predicted (noiseless) attention at that step (ties: by Theorem 3's order); ``predicted_winners``, the tokens Theorem 3 ties
         for first (equal P(l|n)), ``tied`` (more than one), ``top_as_predicted`` (``top_token``
         is one of them) and ``predicted_top`` (the first of them); ``rank_correlation``,
         Spearman's rank correlation between the observed c_n on G_DT(n) and Theorem 3's ranking,
@@ -981,7 +983,10 @@ class Prediction:
         the predicted winner is, in the theory's limit: (winner's - runner-up's) / winner's
         predicted c_n on G_DT(n) at that step, the runner-up being the best token not tied with it
         (NaN when all are tied); with a small margin (a near-tie, say below 0.05) the run's winner
-        can differ by batch noise alone, so a miss there says little, and neither does a hit. Read ``agrees``, not
+        can differ by batch noise alone, so a miss there says little, and neither does a hit. A
+        negative margin: the noiseless flow itself puts ``noiseless_top`` above Theorem 3's winners
+        (e.g. at eta_Z > eta_Y); where a run's top token misses them but the noiseless flow ranks it
+        above them too, ``why`` says so (the regime departs from Theorem 3, not the run). Read ``agrees``, not
         ``top_as_predicted`` or ``rank_correlation`` alone: a run can order its tokens as
         predicted while its magnitudes are far off (at eta_Y = 30, eta_Z = 0.7 a run's common
         mass is 0.002 against a predicted 0.342, with rank correlation 1). The defaults hold the
@@ -993,9 +998,12 @@ class Prediction:
         outside Sec. 3.2, and saturated attention (one token, or the common tokens together,
         holding at least ``SATURATED_ATTENTION`` = 0.999 of the observed c_n). It explains a
         disagreement, it does not decide one: a row outside an assumption can still agree. A
-        class with less than 1e-6 of its attention on its distinct tokens has a NaN
-        ``distinct_entropy`` (``scansnap.metrics.DISTINCT_MASS_MIN``; with a warning naming it),
-        which disagrees with a finite prediction.
+        class with less than 1e-6 of its attention on its distinct tokens
+        (``scansnap.metrics.DISTINCT_MASS_MIN``) has no order among them, only float noise: its
+        ``distinct_entropy`` and ``rank_correlation`` are NaN (a warning names it), ``top_token``
+        and ``top_as_predicted`` pandas' NA (dtypes ``Int64``, ``boolean``); ``noiseless_top`` and
+        ``margin`` likewise where the prediction has that little. Such a row agrees only where the
+        prediction has that little too.
 
         A result with diverged runs (``result.diverged``, see ``scansnap.train``) is a
         ValueError naming them: their numbers are no result (compare the others:
@@ -1035,7 +1043,7 @@ class Prediction:
         import pandas as pd
         from scipy.stats import rankdata
 
-        from .metrics import class_entropy, common_mass, transition_step
+        from .metrics import DISTINCT_MASS_MIN, _distinct_mass, class_entropy, common_mass, transition_step
         if result.classes is not self.classes and not np.array_equal(result.classes.probs, self.classes.probs):
             raise ValueError("the result was trained on other sequence classes than the prediction's")
         if len(result.eta_y) != len(self.eta_y) or not (np.allclose(result.eta_y, self.eta_y)
@@ -1076,12 +1084,12 @@ class Prediction:
             predicted = self.Z_at(step)
         if self.layout is not None:
             warnings.warn(f"compare: {self.layout}; the prediction is outside the theory's assumptions",
-                          ClassLayoutWarning, stacklevel=2)
+                          ClassLayoutWarning, stacklevel=_stacklevel())
         _warn_regime("compare", self.eta_y, self.eta_z, self.t0_steps)
         if cfg.get("init", "zero") != "zero":
             warnings.warn(f"compare: the result was trained with init={cfg.get('init')!r}; the theory starts at "
                           "Y = Z = 0 (train's init='zero'), so its winners and magnitudes need not hold",
-                          InitWarning, stacklevel=2)
+                          InitWarning, stacklevel=_stacklevel())
         entropy_tol, common_mass_tol = positive("entropy_tol", entropy_tol), positive("common_mass_tol", common_mass_tol)
         Z = Z.double().numpy()
         c = attention_limit_all(self.classes, Z)
@@ -1111,8 +1119,20 @@ class Prediction:
         com, com_p = common_mass(self.classes, Z).ravel(), common_mass(self.classes, predicted).ravel()
         ent_ok, com_ok = _within(ent, ent_p, entropy_tol), _within(com, com_p, common_mass_tol)
         why = _outside(self, cfg, c, R, K)
-        c_p = attention_limit_all(self.classes, predicted.double().numpy() if hasattr(predicted, "double")
-                                  else np.asarray(predicted, float))
+        Zp = predicted.double().numpy() if hasattr(predicted, "double") else np.asarray(predicted, float)
+        c_p = attention_limit_all(self.classes, Zp)
+        # under DISTINCT_MASS_MIN on G_DT(n) the distinct tokens' order is float noise: undefined (NA)
+        none, none_p = _distinct_mass(self.classes, Z) < DISTINCT_MASS_MIN, _distinct_mass(self.classes, Zp) < DISTINCT_MASS_MIN
+        rho[none] = np.nan
+        noiseless_top = np.zeros((R, K), int)
+        above = np.zeros((R, K), bool)     # the noiseless flow puts the run's top token above Theorem 3's winners
+        for n in range(K):
+            toks = self.ranking[n]
+            cp = c_p[:, n, toks]
+            best = cp >= cp.max(axis=1, keepdims=True) * (1 - 1e-9)
+            noiseless_top[:, n] = toks[np.argmax(best, axis=1)]    # ties: Theorem 3's order, then token id
+            win = c_p[:, n, list(winners[n])].max(axis=1)
+            above[:, n] = c_p[np.arange(R), n, observed_top[:, n]] > win
         margin = np.full((R, K), np.nan)
         for n in range(K):
             rest = [t for t in self.ranking[n] if t not in winners[n]]
@@ -1121,20 +1141,36 @@ class Prediction:
                 nxt = c_p[:, n, rest].max(axis=1)
                 with np.errstate(invalid="ignore", divide="ignore"):
                     margin[:, n] = (top - nxt) / top
+        margin[none_p] = np.nan
+        for i in np.flatnonzero((~top_ok & above & ~none & ~none_p).ravel()):
+            r, n = divmod(i, K)
+            why[i] = "; ".join([w for w in [why[i]] if w] + [
+                f"the noiseless flow itself ranks token {observed_top[r, n]} above Theorem 3's {_tokens(winners[n])} "
+                f"(its top: {noiseless_top[r, n]}): the regime departs from Theorem 3, not the run"])
         rank_ok = ~(rho.ravel() < RANK_CORRELATION_MIN)                      # NaN: the theory orders nothing
         _warn_outside("compare", why, self.eta_y, self.eta_z, K)
+        undefined = none.ravel()
+        top_col = pd.array(np.where(undefined, 0, observed_top.ravel()), dtype="Int64")
+        top_col[undefined] = pd.NA
+        top_as = pd.array(top_ok.ravel(), dtype="boolean")
+        top_as[undefined] = pd.NA
+        nl_top = pd.array(noiseless_top.ravel(), dtype="Int64")
+        nl_top[none_p.ravel()] = pd.NA
+        # agrees: an undefined top counts as agreement only beside an undefined prediction (as NaN entropies)
+        top_agrees = np.where(undefined, none_p.ravel(), top_ok.ravel())
         return pd.DataFrame({
             "run": np.repeat(np.arange(R), K), "class": np.tile(np.arange(K), R),
             "eta_y": np.repeat(self.eta_y, K), "eta_z": np.repeat(self.eta_z, K),
             "seed": np.repeat(np.asarray(result.seed), K), "step": np.full(R * K, at),
             "t0_steps": np.repeat(self.t0_steps, K), "transition_step": np.repeat(transition_step(result), K),
-            "top_token": observed_top.ravel(), "predicted_winners": [winners[n] for _ in range(R) for n in range(K)],
-            "tied": np.tile([len(w) > 1 for w in winners], R), "top_as_predicted": top_ok.ravel(),
+            "top_token": top_col, "noiseless_top": nl_top,
+            "predicted_winners": [winners[n] for _ in range(R) for n in range(K)],
+            "tied": np.tile([len(w) > 1 for w in winners], R), "top_as_predicted": top_as,
             "predicted_top": np.tile([w[0] for w in winners], R),
             "rank_correlation": rho.ravel(), "margin": margin.ravel(),
             "distinct_entropy": ent, "predicted_distinct_entropy": ent_p,
             "common_mass": com, "predicted_common_mass": com_p,
-            "entropy_ok": ent_ok, "common_mass_ok": com_ok, "agrees": top_ok.ravel() & rank_ok & ent_ok & com_ok,
+            "entropy_ok": ent_ok, "common_mass_ok": com_ok, "agrees": top_agrees & rank_ok & ent_ok & com_ok,
             "why": why})
 
 
@@ -1152,7 +1188,7 @@ def _warn_outside(what, why, eta_y, eta_z, K) -> None:
                 ([f"{far} of {len(why)} rows have eta_Z > {FAR_ETA_RATIO:g} eta_Y, far outside Assumption 1(c)"]
                  if far else [])
         warnings.warn(f"{what}: {'; '.join(parts)}: there the theory's winners and magnitudes need not hold, "
-                      "and an agreeing row is no confirmation", RegimeWarning, stacklevel=3)
+                      "and an agreeing row is no confirmation", RegimeWarning, stacklevel=_stacklevel())
 
 
 def _outside(pred: "Prediction", cfg: dict, c: np.ndarray, R: int, K: int) -> list:
@@ -1255,7 +1291,7 @@ def predict(classes: SequenceClasses, eta_y=1.0, eta_z=1.0, steps: int = 100, mo
     layout = classes.layout_issue()
     if layout is not None:
         warnings.warn(f"predict: {layout}; the prediction is outside the theory's assumptions",
-                      ClassLayoutWarning, stacklevel=2)
+                      ClassLayoutWarning, stacklevel=_stacklevel())
     return Prediction(classes, ey, ez, momentum, steps, t0, t0_steps, ranking, ties,
                       attention_limit_all(classes, run.Z[which]), run.loss[which],
                       {s: attention_limit_all(classes, z[which]) for s, z in run.snapshots.items()},

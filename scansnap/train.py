@@ -265,7 +265,11 @@ class TrainResult:
         if cfg.get("optimizer") != "sgd" or cfg.get("residual") or not cfg.get("normalize", True):
             raise ValueError("the theory's prediction is for SGD with LN and no residual; this result used "
                              f"optimizer={cfg.get('optimizer')!r}, normalize={cfg.get('normalize')}, "
-                             f"residual={cfg.get('residual')}")
+                             f"residual={cfg.get('residual')}: a different dynamics, with no prediction"
+                             + (" (Adam rescales each step: eta_y, eta_z are not the theory's rates)"
+                                if cfg.get("optimizer") != "sgd" else "") + "; for the SGD one at these rates, "
+                             "scansnap.theory.predict(result.classes, result.eta_y, result.eta_z, steps) beside "
+                             "result.to_frame('class')")
         return predict(self._classes(), self.eta_y, self.eta_z, cfg["steps"], cfg["momentum"],
                        snapshot_steps=sorted(self.snapshots))
 
@@ -315,8 +319,8 @@ class TrainResult:
         every file its record lists (sha256), the record's own hash (naming an edited field where
         it can) and its settings against the CSVs. The same rates, seeds, ``loss``, ``Y``, ``Z``,
         ``snapshots`` (bit for bit), ``config``, ``diverged``, ``seconds`` (to the ms) and an equal
-        ``classes`` (a new object). Not saved, so not restored: the optimiser's state (momentum;
-        no training on from it) and the random generators'."""
+        ``classes`` (new; a layout outside Sec. 3.2: one ClassLayoutWarning per call). Not saved,
+        so not restored: the optimiser's state (no training on from it) and the RNGs'."""
         import json
 
         from . import provenance
@@ -348,7 +352,14 @@ class TrainResult:
         with np.load(folder / weights, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
         c = st.pop("classes")
-        classes = SequenceClasses(np.asarray(c["probs"], float), np.asarray(c["query"]), np.asarray(c["next_token"]))
+        from .data import ClassLayoutWarning
+        from .metrics import _stacklevel
+        with warnings.catch_warnings():     # the layout warning once, from load, at the caller's line
+            warnings.simplefilter("ignore", ClassLayoutWarning)
+            classes = SequenceClasses(np.asarray(c["probs"], float), np.asarray(c["query"]), np.asarray(c["next_token"]))
+        if classes.layout_issue() is not None:
+            warnings.warn(f"TrainResult.load: the saved classes are outside the theory's layout: {classes.layout_issue()}",
+                          ClassLayoutWarning, stacklevel=_stacklevel())
         eta_y, eta_z = np.asarray(st.pop("eta_y"), float), np.asarray(st.pop("eta_z"), float)
         seed = np.asarray(st.pop("seeds"), np.int64)
         snaps = st.pop("snapshots")
