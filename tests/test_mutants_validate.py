@@ -157,6 +157,8 @@ def test_finite_converts_to_float64_and_names_the_run_or_the_index():
         finite("x", torch.tensor(bad))
     with pytest.raises(ValueError, match=r"^x is not finite at index \(\) \((np\.float64\()?inf\)?; 1 of 1 values\)"):
         finite("x", np.inf, runs=True)
+    with pytest.raises(ValueError, match=r"^x is not finite at run 2 \("):      # one value a run: still the run
+        finite("x", [1.0, 2.0, -np.inf], runs=True)
 
 
 @pytest.mark.parametrize("a", [np.array([1 + 1j]), torch.tensor([1 + 1j])])
