@@ -147,6 +147,7 @@ def test_finite_converts_to_float64_and_names_the_run_or_the_index():
     count, ``runs`` naming the leading axis only for arrays."""
     x = finite("x", torch.tensor([[0.1, 2.0]], dtype=torch.float32))
     assert x.dtype == np.float64 and x[0, 0] == np.float64(np.float32(0.1)) and finite("x", [1, 2]).tolist() == [1.0, 2.0]
+    assert finite("x", [1, 2]).dtype == np.float64 and finite("x", np.array([3], np.int8)).dtype == np.float64
     bad = [[1.0, 2.0, 3.0], [4.0, np.nan, np.inf]]
     with pytest.raises(ValueError, match=r"^x is not finite at run 1 \((np\.float64\()?nan\)?; 2 of 6 values\): a "
                                          r"diverged run has no meaningful value$"):
@@ -159,6 +160,13 @@ def test_finite_converts_to_float64_and_names_the_run_or_the_index():
         finite("x", np.inf, runs=True)
     with pytest.raises(ValueError, match=r"^x is not finite at run 2 \("):      # one value a run: still the run
         finite("x", [1.0, 2.0, -np.inf], runs=True)
+
+
+def test_finite_takes_a_tensor_that_requires_grad():
+    """Kills finite mutants 7 and 11 (a tensor handed to numpy: ``np.iscomplexobj`` or
+    ``np.asarray`` of a tensor that requires grad is a RuntimeError; a CUDA tensor a TypeError)."""
+    w = torch.tensor([0.5, 2.0], requires_grad=True)
+    assert finite("w", w).tolist() == [0.5, 2.0]
 
 
 @pytest.mark.parametrize("a", [np.array([1 + 1j]), torch.tensor([1 + 1j])])
