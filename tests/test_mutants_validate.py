@@ -215,3 +215,14 @@ def test_resolve_device_without_cuda_says_so():
     for d in ("cuda", "cuda:1"):
         with pytest.raises(ValueError, match=rf"^device '{d}' asked for, but CUDA is not available here$"):
             resolve_device(d)
+
+
+@pytest.mark.device_rule
+def test_auto_means_cuda_where_cuda_is_present(monkeypatch):
+    """Kills resolve_device mutants 8, 10, 11 ("auto" with CUDA present) and set_default_device
+    mutant 12 (the default set to what the old default resolves to): CUDA faked present
+    (a ``torch.device("cuda")`` needs no GPU to exist)."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_device("auto") == torch.device("cuda")
+    with default_device("auto"):
+        assert set_default_device("cpu") == "auto" and get_default_device() == "cpu"
