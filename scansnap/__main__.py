@@ -709,15 +709,18 @@ def main(argv=None):
                 for note in notes:
                     print(f"{fig}: {note}", file=sys.stderr, flush=True)
                 settings = provenance.settings_for(fig, a.steps, seeds, data, _grid_for(fig, grid))
+                # under torchrun, say whether this figure's work was shared (else rank 0 did it alone)
+                fig_env = env if world is None else {**env, "split": fig in DISTRIBUTED}
                 rec = provenance.record(fig, stage, files, settings,
-                                        data_record if fig in LM_FIGURES else None, env,
+                                        data_record if fig in LM_FIGURES else None, fig_env,
                                         time.perf_counter() - t0, notes + provenance.paper_notes(fig, settings), argv)
                 plotted = cache.get(("plotted", fig), PLOTTED.get(fig))   # fig11, fig12: what this grid drew
                 rec.update({"plotted": plotted} if plotted else {})
                 with provenance._signals_held():   # a signal held through the commit acts once fig is counted
                     names = provenance.commit(stage, out, fig, rec)
                     done.append(fig)
-            where = f" ({world.size} ranks, {world.backend})" if world is not None else ""
+            where = ("" if world is None else f" ({world.size} ranks, {world.backend})" if fig in DISTRIBUTED
+                     else f" (rank 0 alone: {fig} is not split over the {world.size} ranks)")
             _say(f"{fig}: wrote {', '.join(str(out / f) for f in names)} in {time.perf_counter() - t0:.1f} s "
                  f"on {device}{where}")
     except KeyboardInterrupt:

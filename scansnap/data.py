@@ -187,13 +187,21 @@ class SequenceClasses:
 
 
 def _layout_issue(probs, query, nxt) -> str | None:
-    """The first query or next token that is also contextual, in words (None if there is none)."""
+    """The first query or next token that is also contextual, in words, naming every class that
+    uses it and every class whose context holds it (None if there is none)."""
+    def classes(ns):
+        return f"class {ns[0]}" if len(ns) == 1 else "classes " + ", ".join(str(n) for n in ns)
+
     for what, ids in (("query", query), ("next", nxt)):
-        for n, t in enumerate(ids):
-            owners = np.flatnonzero(probs[:, t] > 0)
-            if owners.size:
-                return (f"class {n}'s {what} token {int(t)} is also a contextual token of class {int(owners[0])} "
-                        f"(P({int(t)} | class {int(owners[0])}) = {probs[owners[0], t]:.3g}): the paper keeps the "
+        ids = [int(t) for t in ids]
+        for t in dict.fromkeys(ids):
+            owners = [int(k) for k in np.flatnonzero(probs[:, t] > 0)]
+            if owners:
+                users = [n for n, u in enumerate(ids) if u == t]
+                whose = (f"class {users[0]}'s {what} token {t}" if len(users) == 1
+                         else f"the {what} token {t} (of {classes(users)})")
+                return (f"{whose} is also a contextual token of {classes(owners)} "
+                        f"(P({t} | class {owners[0]}) = {probs[owners[0], t]:.3g}): the paper keeps the "
                         "context, query and next tokens apart (Sec. 3.2), and its theory assumes it")
     return None
 

@@ -49,8 +49,9 @@ def files_of(folder: Path) -> dict:
 def test_two_ranks_write_what_one_process_writes(tmp_path):
     """Figs. 6 (the Syn-Medium sweep, split by seed), 7 (a model a rank) and 10 (a run a unit):
     every CSV and PNG equal byte for byte to one process's; the record names the world size and
-    otherwise says what one process's says, so the book would read it alike."""
-    args = ["reproduce", "fig6", "fig7", "fig10", "--steps", "5", "--seeds", "1-3", "--device", "cpu"]
+    otherwise says what one process's says, so the book would read it alike. Fig. 3 (theory, not
+    split) is made by rank 0 alone, and its record and the printed line say so."""
+    args = ["reproduce", "fig6", "fig7", "fig10", "fig3", "--steps", "5", "--seeds", "1-3", "--device", "cpu"]
     one = run([sys.executable, "-m", "scansnap", *args, "--out", str(tmp_path / "one")])
     assert one.returncode == 0, one.stderr[-2000:]
     two = run([*TORCHRUN, "-m", "scansnap", *args, "--out", str(tmp_path / "two")])
@@ -63,13 +64,15 @@ def test_two_ranks_write_what_one_process_writes(tmp_path):
             assert rb["world_size"] == 2 and rb["backend"] == "gloo"
             assert rb["launcher"] == "torchrun --standalone --nproc_per_node 2"      # how to re-run it
             assert rb["command"].startswith("torchrun --standalone --nproc_per_node 2 -m scansnap reproduce fig6 fig7 fig10")
-            assert ra["world_size"] == 1
+            assert rb["split"] is (not name.startswith("fig3"))       # researcher 7: fig3 is rank 0's alone
+            assert ra["world_size"] == 1 and "split" not in ra
             assert ra["settings"] == rb["settings"] and ra["files"] == rb["files"]   # the same sha256 for each file
         else:
             assert a[name] == b[name], f"{name} differs between 1 and 2 processes"
     rows = (tmp_path / "two" / "fig10.csv").read_text().splitlines()
     assert len(rows) == 26 and rows[0] == "lr,seed,entropy,final_loss"
     assert two.stdout.count("fig10: wrote") == 1 and "(2 ranks, gloo)" in two.stdout    # rank 0 alone writes
+    assert "(rank 0 alone: fig3 is not split over the 2 ranks)" in two.stdout
 
 
 def test_an_uneven_split_of_seeds_gives_the_same_bytes(tmp_path):

@@ -143,7 +143,7 @@ def test_load_warns_the_layout_once_per_call_at_the_callers_line(off_layout, tmp
         back, w = _record(lambda: TrainResult.load(tmp_path))
         assert [x.category for x in w] == [ClassLayoutWarning] and w[0].filename == __file__
         assert str(w[0].message).startswith("TrainResult.load: the saved classes are outside the theory's layout: "
-                                            "class 0's query token 5")
+                                            "the query token 5 (of classes 0, 1)")
     assert np.array_equal(back.Z.numpy(), off_layout.Z.numpy())
 
 
@@ -156,3 +156,22 @@ def test_predict_on_an_adam_run_says_why_and_what_to_do(classes):
     with pytest.raises(ValueError, match=r"Adam rescales each step: eta_y, eta_z are not the theory's rates\); "
                                          r"for the SGD one at these rates, scansnap\.theory\.predict\("):
         res.predict()
+
+
+def test_a_shared_query_inside_a_context_names_every_class():
+    """Researcher 7, trip 4: a query shared by all classes and in class 2's context was named as
+    "class 0's query token 12", as if only class 0 used it."""
+    import numpy as np
+    import pytest
+    from scansnap.data import ClassLayoutWarning, SequenceClasses
+
+    P = np.zeros((3, 14))
+    P[:, 0] = 0.5
+    P[0, 1] = P[1, 2] = 0.5
+    P[2, 3] = P[2, 12] = 0.25
+    with pytest.warns(ClassLayoutWarning, match=r"the query token 12 \(of classes 0, 1, 2\) is also a "
+                                                r"contextual token of class 2 \(P\(12 \| class 2\) = 0\.25\)"):
+        SequenceClasses(P, [12, 12, 12], [4, 5, 6])
+    P[1, 2], P[1, 12] = 0.25, 0.25                       # in two contexts now
+    with pytest.warns(ClassLayoutWarning, match=r"contextual token of classes 1, 2 "):
+        SequenceClasses(P, [12, 12, 12], [4, 5, 6])
