@@ -124,6 +124,10 @@ MUTANTS ?=
 MUTANT_JOBS ?= 2
 mutants: $(STAMP)
 	$(if $(strip $(MUTANTS)),,rm -rf mutants)
+	@# mutmut refreshes a kept mutants/ folder's .py files only: copy the package data (the shipped
+	@# results' records, the panels' JS) too, or the tests read stale records and the run stops
+	@if [ -d mutants/scansnap ]; then cd scansnap && find . -type f ! -name '*.py' ! -name '*.pyc' \
+	  -exec cp --parents {} ../mutants/scansnap/ \; ; fi
 	SCANSNAP_TEST_THREADS=1 OMP_NUM_THREADS=1 nice -n 19 $(BIN)/mutmut run --max-children $(MUTANT_JOBS) $(MUTANTS)
 	@$(BIN)/python tools/mutation_score.py
 	$(BIN)/mutmut results | grep -v ': not checked$$' || true
