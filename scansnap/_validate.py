@@ -60,6 +60,8 @@ def seed(name: str, value) -> int:
 
 def array(name: str, value) -> np.ndarray:
     """``value`` as a float64 array, else ValueError naming it (ragged rows, text, None)."""
+    if value is None:               # np.asarray(None, float) is nan: refuse it as None, by name
+        raise ValueError(f"{name} must be an array of numbers, got None")
     try:
         return np.asarray(value, float)
     except (TypeError, ValueError):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import finite
+from ._validate import array, finite
 from .data import SequenceClasses
 
 _SUM_TOL = 1e-3   # attention rows sum to 1; maps read back from a CSV carry 6 digits
@@ -131,7 +131,9 @@ def recall_threshold(classes: SequenceClasses, Z, thresholds, what: str = "Z") -
     Returns (len(thresholds),) or (R, len(thresholds)).
     """
     Z = _check_Z(classes, Z, what)
-    th = finite("thresholds", np.atleast_1d(np.asarray(thresholds, float)))
+    # finite() first sees the thresholds as given: a complex one is refused by name, not cast
+    th = np.atleast_1d(finite("thresholds", thresholds if np.iscomplexobj(thresholds)
+                              else array("thresholds", thresholds)))
     if th.ndim != 1:
         raise ValueError(f"thresholds must be a 1-d list of numbers, got shape {th.shape}")
     rows = Z[..., classes.query, :]

@@ -144,12 +144,9 @@ def test_attention_rows_summing_to_one_plus_the_tolerance_pass(monkeypatch):
     assert attention_entropy(a, causal=False) == pytest.approx((np.log(2) + row1) / 2, abs=1e-15)
 
 
-@pytest.mark.xfail(strict=True, reason="metrics.recall_threshold casts thresholds with np.asarray(..., float) "
-                   "before finite() sees them: a complex list is numpy's TypeError, a complex array drops its "
-                   "imaginary part with a ComplexWarning; finite() would say 'thresholds must be real'")
 def test_recall_threshold_rejects_complex_thresholds_by_name():
-    """Documents a bug (the mutants recall_threshold 19, 21 drop the cast and behave as wanted):
-    remove the mark once the cast goes (XPASS then fails, strict)."""
+    """Was a bug (mut4): the thresholds were cast with np.asarray(..., float) before finite() saw
+    them, so a complex list was numpy's TypeError and a complex array lost its imaginary part."""
     c = _two()
     with pytest.raises(ValueError, match=r"^thresholds must be real"):
         recall_threshold(c, np.zeros((c.M, c.M)), [0.1 + 1j])

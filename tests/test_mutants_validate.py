@@ -226,3 +226,11 @@ def test_auto_means_cuda_where_cuda_is_present(monkeypatch):
     assert resolve_device("auto") == torch.device("cuda")
     with default_device("auto"):
         assert set_default_device("cpu") == "auto" and get_default_device() == "cpu"
+
+
+def test_array_refuses_none_by_name():
+    """Was a bug (mut4): np.asarray(None, float) is nan, so times("t", None) said "got nan"."""
+    with pytest.raises(ValueError, match=r"^t must be an array of numbers, got None$"):
+        array("t", None)
+    with pytest.raises(ValueError, match=r"^t must be an array of numbers, got None$"):
+        times("t", None)
