@@ -357,17 +357,19 @@ def check_snapshot(name: str, fig) -> None:
 # the figures, with fixed small inputs
 # ---------------------------------------------------------------------------------------
 
-def _hero_inputs(S=9):
+def _hero_inputs(S=9, classes=None):
     """Syn-Small; c, gamma and speed vary over the steps (a constant c, or a gamma whose peak is
     1, would hide a wrong row or a product taken for a quotient)."""
-    classes = syn_small()
+    classes = syn_small() if classes is None else classes
     steps = np.arange(S) * 10.0 + 5.0
     ramp = np.linspace(0.5, 1.5, S)[:, None]
     c = classes.probs[[0] * S] * ramp + classes.probs[[1] * S] * ramp[::-1] + 0.001 * np.arange(classes.M)
     gamma = 2.5 * np.sin(np.linspace(0.2, 3.0, S)) + 0.1
     speed = 0.4 + 3.0 * np.exp(-np.arange(S) / 3.0)
-    seqs = [(np.array([0, 12, 19, 5]), 0, np.array([0.1, 0.5, 0.3, 0.1])),
-            (np.array([21, 3, 28]), 1, np.array([0.2, 0.2, 0.6]))]
+    d0, d1 = classes.distinct_tokens(0), classes.distinct_tokens(1)
+    com = classes.common_tokens
+    seqs = [(np.array([com[0], d0[-1], d0[0], com[-1]]), 0, np.array([0.1, 0.5, 0.3, 0.1])),
+            (np.array([d1[0], com[0], d1[-1]]), 1, np.array([0.2, 0.2, 0.6]))]
     return classes, steps, c, gamma, speed, seqs
 
 
@@ -383,9 +385,19 @@ def _hero_class1():
     return plots.hero(classes, steps, c, gamma, speed, 45.0, seqs, n=1, frozen_label="unused")
 
 
+def _hero_two_distinct():
+    # two distinct tokens per class, the rarer one second: their shades are the two ends of the
+    # class's colour map, and the "rarest" label names the second
+    classes = make_sequence_classes(2, num_common=3, num_distinct=2, distinct_weights=[3, 1])
+    classes_, steps, c, gamma, speed, seqs = _hero_inputs(classes=classes)
+    return plots.hero(classes, steps, c, gamma, speed, 5.0, seqs, frozen=85.0)
+
+
 def _model_diagram():
-    return plots.model_diagram(["the", "dog", "chased", "a"], "pet:", "cat", [0.1, 0.6, 0.2, 0.1],
-                               {"dog": 0.3, "cat": 0.55, "rat": 0.15})
+    # a zero weight is allowed; the candidates are listed by probability, not by name, and the
+    # target (bold) is not the likeliest
+    return plots.model_diagram(["the", "dog", "chased", "a"], "pet:", "cat", [0.0, 0.6, 0.3, 0.1],
+                               {"dog": 0.55, "cat": 0.3, "rat": 0.15})
 
 
 def _sequence_classes_all():
@@ -411,6 +423,7 @@ def _sequence_classes_M(M):
 FIGURES = {
     "hero_frozen": _hero_frozen,
     "hero_class1": _hero_class1,
+    "hero_two_distinct": _hero_two_distinct,
     "model_diagram": _model_diagram,
     "sequence_classes_all": _sequence_classes_all,
     "sequence_classes_other": _sequence_classes_other,
@@ -419,6 +432,17 @@ FIGURES = {
 }
 
 
+# The figures are drawn under a caller's rcParams that differ from matplotlib's defaults where
+# the functions set a value themselves (a patch's face colour, a text's size and colour): an
+# explicit value dropped, or set to None, shows.
+CALLER_RC = {"patch.facecolor": "red", "font.size": 12, "text.color": "0.2"}
+
+
+def draw(name):
+    with matplotlib.rc_context(CALLER_RC):
+        return FIGURES[name]()
+
+
 @pytest.mark.parametrize("name", list(FIGURES))
 def test_figure_matches_its_snapshot(name):
-    check_snapshot(name, FIGURES[name]())
+    check_snapshot(name, draw(name))
