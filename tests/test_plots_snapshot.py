@@ -363,7 +363,8 @@ def _hero_inputs(S=9, classes=None):
     classes = syn_small() if classes is None else classes
     steps = np.arange(S) * 10.0 + 5.0
     ramp = np.linspace(0.5, 1.5, S)[:, None]
-    c = classes.probs[[0] * S] * ramp + classes.probs[[1] * S] * ramp[::-1] + 0.001 * np.arange(classes.M)
+    # (class 1's ramp squared: the common tokens, shared by both classes, change over the steps too)
+    c = classes.probs[[0] * S] * ramp + classes.probs[[1] * S] * ramp[::-1] ** 2 + 0.001 * np.arange(classes.M)
     gamma = 2.5 * np.sin(np.linspace(0.2, 3.0, S)) + 0.1
     speed = 0.4 + 3.0 * np.exp(-np.arange(S) / 3.0)
     d0, d1 = classes.distinct_tokens(0), classes.distinct_tokens(1)
