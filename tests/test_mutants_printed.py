@@ -191,6 +191,8 @@ def test_small_multiples_titles_are_10_pt_3_pt_above_the_tile():
     top, bottom, left, right = _title_ink("HHHHH")
     # 10 pt at 200 dpi: a capital H ~20 px tall, 5 of them ~110 px wide; the baseline 3 pt (8 px) over the tile
     assert (top, bottom, left, right) == pytest.approx(EXPECTED_INK, abs=1)
+    with matplotlib.rc_context({"font.size": 20}):     # 10 pt whatever the style's default size
+        assert _title_ink("HHHHH") == pytest.approx(EXPECTED_INK, abs=1)
 
     assert _title_ink("") is None
 
