@@ -447,3 +447,26 @@ def draw(name):
 @pytest.mark.parametrize("name", list(FIGURES))
 def test_figure_matches_its_snapshot(name):
     check_snapshot(name, draw(name))
+
+
+def test_a_missing_snapshot_fails_and_a_changed_one_names_the_artist_and_property(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    def figure(colour):
+        fig = Figure(figsize=(3, 2))
+        ax = fig.subplots()
+        ax.set_title("a panel", loc="left")
+        ax.plot([0, 1], [1, 2], color=colour)
+        return fig
+    monkeypatch.setattr(__import__(__name__), "SNAPSHOTS", tmp_path)
+    monkeypatch.delenv(UPDATE_ENV, raising=False)
+    with pytest.raises(pytest.fail.Exception, match=f"no snapshot .*{UPDATE_ENV}=1"):
+        check_snapshot("tiny", figure("C0"))
+    assert not (tmp_path / "tiny.json").exists()                  # never written silently
+    monkeypatch.setenv(UPDATE_ENV, "1")
+    check_snapshot("tiny", figure("C0"))
+    monkeypatch.delenv(UPDATE_ENV)
+    check_snapshot("tiny", figure("#1f77b4"))                     # the same colour, written otherwise
+    with pytest.raises(pytest.fail.Exception) as e:
+        check_snapshot("tiny", figure("C1"))
+    assert "axes[0] 'a panel' lines[0]: color: snapshot [0.1215686275, 0.4666666667, 0.7058823529, 1.0]" in str(e.value)
