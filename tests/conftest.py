@@ -42,3 +42,21 @@ def saved_lm(tmp_path_factory):
     own = train_lm(ids, len(vocab), steps=12, d=16, d_hidden=16, batch=4, bptt=6, probe=ids[:6], snapshot_steps=[12])
     own.save(d, vocab=vocab)
     return d, ids, own
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under `make mutants` only: run each mutant's tests fastest first.
+
+    mutmut runs a mutant's tests with ``-x`` in collection order, so a mutant of a function
+    that the multi-process tests also reach (tests/test_distributed.py, minutes) waited for them
+    before the second-long test that kills it ran. Its stats file has every test's duration;
+    the order changes nothing that is tested, only when the first failure comes."""
+    if "MUTANT_UNDER_TEST" not in os.environ or os.environ["MUTANT_UNDER_TEST"] in ("stats", "fail"):
+        return
+    import json
+    from pathlib import Path
+    stats = Path("mutmut-stats.json")
+    if not stats.is_file():
+        return
+    duration = json.loads(stats.read_text()).get("duration_by_test", {})
+    items.sort(key=lambda item: duration.get(item.nodeid, float("inf")))
