@@ -240,3 +240,9 @@ def test_signalled_carries_its_signal_number():
     e = _Signalled(signal.SIGTERM)
     assert e.signum == signal.SIGTERM and e.args == (signal.SIGTERM,)
     assert isinstance(e, BaseException) and not isinstance(e, Exception)
+
+
+def test_plain_decodes_each_entity_once():
+    """A literal "&lt;b&gt;" written in HTML as "&amp;lt;b&amp;gt;" stays "&lt;b&gt;" (mutp found
+    it decoded twice, to "<b>", while "&amp;" was decoded first)."""
+    assert plain("&amp;lt;b&amp;gt; &amp; &lt;i&gt;") == "&lt;b&gt; & <i>"
