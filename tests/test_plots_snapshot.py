@@ -40,15 +40,15 @@ import math
 import os
 import pathlib
 
+import contextlib
+
 import matplotlib
 import numpy as np
 import pytest
 from matplotlib.colors import to_rgba
 
-matplotlib.use("Agg")
-
-from scansnap import plots, syn_small  # noqa: E402
-from scansnap.data import sequence_classes as make_sequence_classes  # noqa: E402
+from scansnap import plots, syn_small
+from scansnap.data import sequence_classes as make_sequence_classes
 
 SNAPSHOTS = pathlib.Path(__file__).parent / "snapshots" / "plots"
 UPDATE_ENV = "SCANSNAP_UPDATE_SNAPSHOTS"
@@ -433,17 +433,46 @@ FIGURES = {
 }
 
 
-# The figures are drawn under a caller's rcParams that differ from matplotlib's defaults where
-# the functions set a value themselves (a patch's face colour, a text's size and colour): an
-# explicit value dropped, or set to None, shows.
+# The figures are drawn, and their fingerprints taken (tick labels are made lazily, under the
+# rcParams of that moment), under matplotlib's own defaults whatever other tests or a
+# matplotlibrc set (hero and model_diagram are not @_styled: they draw under the caller's rc),
+# changed where the functions pass a value of their own (a patch's face colour, a text's size and
+# colour): an explicit value dropped, or set to None, shows.
 CALLER_RC = {"patch.facecolor": "red", "font.size": 12, "text.color": "0.2"}
 
 
-def draw(name):
-    with matplotlib.rc_context(CALLER_RC):
-        return FIGURES[name]()
+@contextlib.contextmanager
+def caller_rc():
+    with matplotlib.rc_context():
+        matplotlib.rcdefaults()
+        matplotlib.rcParams.update(CALLER_RC)
+        yield
 
 
 @pytest.mark.parametrize("name", list(FIGURES))
 def test_figure_matches_its_snapshot(name):
-    check_snapshot(name, draw(name))
+    with caller_rc():
+        check_snapshot(name, FIGURES[name]())
+
+
+def test_a_missing_snapshot_fails_and_a_changed_one_names_the_artist_and_property(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    def figure(colour):
+        fig = Figure(figsize=(3, 2))
+        ax = fig.subplots()
+        ax.set_title("a panel", loc="left")
+        ax.plot([0, 1], [1, 2], color=colour)
+        return fig
+    monkeypatch.setattr(__import__(__name__), "SNAPSHOTS", tmp_path)
+    monkeypatch.delenv(UPDATE_ENV, raising=False)
+    with pytest.raises(pytest.fail.Exception, match=f"no snapshot .*{UPDATE_ENV}=1"):
+        check_snapshot("tiny", figure("tab:blue"))
+    assert not (tmp_path / "tiny.json").exists()                  # never written silently
+    monkeypatch.setenv(UPDATE_ENV, "1")
+    check_snapshot("tiny", figure("tab:blue"))
+    monkeypatch.delenv(UPDATE_ENV)
+    check_snapshot("tiny", figure("#1f77b4"))                     # the same colour, written otherwise
+    with pytest.raises(pytest.fail.Exception) as e:
+        check_snapshot("tiny", figure("tab:orange"))
+    assert "axes[0] 'a panel' lines[0]: color: snapshot [0.1215686275, 0.4666666667, 0.7058823529, 1.0]" in str(e.value)
