@@ -73,3 +73,65 @@ def test_batchify_names_the_batch_size():
     with pytest.raises(ValueError) as e:
         wikitext.batchify(torch.arange(5), 0)
     assert str(e.value) == "batch size must be an integer >= 1, got 0"
+
+
+class _Warnings:
+    """Stands in for the ``warnings`` module inside wikitext.py: records each call's arguments.
+    Under mutmut a warning's frame is checked only loosely (``callers.points_at`` accepts
+    mutmut's trampoline, and with two trampoline frames between the test and the package,
+    ``stacklevel=3`` lands there too); the argument itself is exact."""
+    def __init__(self):
+        self.calls = []
+
+    def warn(self, *args, **kw):
+        self.calls.append((args, kw))
+
+
+def test_auto_fallback_warns_with_stacklevel_2(monkeypatch):
+    def offline(timeout, name="full"):
+        raise OSError("no network")
+    monkeypatch.setattr(wikitext, "full_corpus", offline)
+    monkeypatch.setattr(wikitext, "shipped_corpus", _fake_shipped)
+    rec = _Warnings()
+    monkeypatch.setattr(wikitext, "warnings", rec)
+    wikitext.load()
+    assert rec.calls == [(("--data auto: using the shipped text, not the full WikiText-2 (no network)",),
+                          {"stacklevel": 2})]
+
+
+def _zip(train=" = A = \n the cat sat \n", valid=None):
+    import io
+    import zipfile
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("wikitext-2/wiki.train.tokens", train)
+        z.writestr("wikitext-2/wiki.valid.tokens", valid or wikitext.shipped_text("valid"))
+        z.writestr("wikitext-2/wiki.test.tokens", wikitext.shipped_text("test"))
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("case", ["unreadable", "corrupt", "unwritable"])
+def test_full_corpus_warns_with_stacklevel_2(case, monkeypatch, tmp_path):
+    import errno
+    zpath = tmp_path / "cache" / "wikitext-2-v1.zip"
+    blob = _zip()
+    monkeypatch.setattr(wikitext, "_download", lambda src, timeout: blob)
+    monkeypatch.setattr(wikitext, "_verified", {})
+    monkeypatch.setenv("SCANSNAP_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SCANSNAP_DOWNLOAD_BASE", raising=False)
+    if case == "unreadable":
+        zpath.mkdir(parents=True)                                 # a folder where the archive should be
+    elif case == "corrupt":
+        zpath.parent.mkdir(parents=True)
+        zpath.write_bytes(_zip(valid=" = B = \n other \n"))
+    else:
+        def full(path, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        monkeypatch.setattr(wikitext, "_write_atomic", full)
+    rec = _Warnings()
+    monkeypatch.setattr(wikitext, "warnings", rec)
+    wikitext.full_corpus()
+    assert len(rec.calls) == 1 and rec.calls[0][1] == {"stacklevel": 2}
+    start = {"unreadable": "cannot read the cached archive", "corrupt": "the cached archive is corrupt",
+             "unwritable": "could not cache the download"}[case]
+    assert rec.calls[0][0][0].startswith(start)
