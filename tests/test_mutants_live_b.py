@@ -229,3 +229,18 @@ def test_a_panel_with_a_figure_shows_it_base64_in_its_html():
     assert f'<img src="data:image/png;base64,{b64}" alt="fig">' in doc
     assert doc.startswith('<div class="yzlive-panel"><style>') and doc.endswith("</script></div>")
     assert f'<script type="application/json" class="yzlive-config">{p.config}</script>' in doc
+
+
+def test_a_run_of_exactly_the_budget_is_allowed_one_step_more_is_not():
+    """Syn-Small with one query and two distinct tokens (K = 1, M = 14, S = 12): a step costs
+    974 (127 + 672) + 6 * 14^2 + 672 + 6 * 14^2 = 781,250 multiply-adds, so 2,560 steps are
+    exactly MAX_WORK = 2e9 (allowed) and 2,561 steps are over (the reference run's 1,848 a
+    step is what tips it)."""
+    kw = dict(controls=[], num_last=1, num_distinct=2, T=128, batch=974)
+    assert live.work(2560, 974, 128, 1, 14, 12) == live.MAX_WORK
+    live.panel(steps=2560, **kw)
+    with pytest.raises(ValueError, match=msg("the largest run these sliders reach (steps=2561, batch=974, T=128, "
+                                             "num_last=1, num_distinct=2) is 2e+09 operations, over a live "
+                                             "panel's 2e+09: narrow steps, batch or T")):
+        live.panel(steps=2561, **kw)
+    live.panel(steps=2561, reference=False, **kw)
