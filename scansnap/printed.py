@@ -52,7 +52,8 @@ def plain(text: str) -> str:
     text = re.sub(r"<sub>(.*?)</sub>", r"_{\1}", text or "")            # subscripts survive as _{...}
     text = re.sub(r'<span class="scansnap-sub"[^>]*>(.*?)</span>', r"_{\1}", text)
     text = re.sub(r"<[^>]+>", "", text)
-    for a, b in (("&amp;", "&"), ("&lt;", "<"), ("&gt;", ">"), ("&hellip;", "..."), ("&nbsp;", " ")):
+    # &amp; last: decoded first, "&amp;lt;" (a literal "&lt;") would be decoded twice, to "<"
+    for a, b in (("&lt;", "<"), ("&gt;", ">"), ("&hellip;", "..."), ("&nbsp;", " "), ("&amp;", "&")):
         text = text.replace(a, b)
     return " ".join(text.split())
 
