@@ -224,6 +224,13 @@ def _axis(axis) -> dict:
     return d
 
 
+def _each(out: dict, prefix: str, kinds) -> None:
+    """out["<prefix><kind>[i]"] = describe(artist) for each (kind, artists, describe)."""
+    for kind, artists, describe in kinds:
+        for i, a in enumerate(artists):
+            out[f"{prefix}{kind}[{i}]"] = describe(a)
+
+
 def _axes(ax, fig) -> dict:
     d = {
         "position": _val(ax.get_position().bounds), "xlim": _val(ax.get_xlim()), "ylim": _val(ax.get_ylim()),
@@ -236,14 +243,8 @@ def _axes(ax, fig) -> dict:
         "sharex": sorted(fig.axes.index(a) for a in ax.get_shared_x_axes().get_siblings(ax)),
         "sharey": sorted(fig.axes.index(a) for a in ax.get_shared_y_axes().get_siblings(ax)),
     }
-    for i, t in enumerate(ax.texts):
-        d[f"texts[{i}]"] = _text(t)
-    for i, l in enumerate(ax.lines):
-        d[f"lines[{i}]"] = _line(l)
-    for i, p in enumerate(ax.patches):
-        d[f"patches[{i}]"] = _patch(p)
-    for i, c in enumerate(ax.collections):
-        d[f"collections[{i}]"] = _collection(c)
+    _each(d, "", (("texts", ax.texts, _text), ("lines", ax.lines, _line), ("patches", ax.patches, _patch),
+                  ("collections", ax.collections, _collection)))
     for i, im in enumerate(ax.images):
         d[f"images[{i}]"] = {"array": _val(np.asarray(im.get_array())), "extent": _val(im.get_extent()),
                              "cmap": im.get_cmap().name, "clim": _val(im.get_clim()), "zorder": _val(im.get_zorder())}
@@ -264,14 +265,8 @@ def fingerprint(fig) -> dict:
                    "layout_params": None if engine is None else _val(engine.get()),
                    "n_axes": len(fig.axes)},
     }
-    for i, t in enumerate(fig.texts):
-        tree[f"figure.texts[{i}]"] = _text(t)
-    for i, l in enumerate(fig.lines):
-        tree[f"figure.lines[{i}]"] = _line(l)
-    for i, p in enumerate(fig.patches):
-        tree[f"figure.patches[{i}]"] = _patch(p)
-    for i, leg in enumerate(fig.legends):
-        tree[f"figure.legends[{i}]"] = _legend(leg)
+    _each(tree, "figure.", (("texts", fig.texts, _text), ("lines", fig.lines, _line),
+                            ("patches", fig.patches, _patch), ("legends", fig.legends, _legend)))
     for i, ax in enumerate(fig.axes):
         tree[f"axes[{i}]"] = _axes(ax, fig)
     flat = {}
